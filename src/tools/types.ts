@@ -1,0 +1,67 @@
+import type { ValidateFunction } from 'ajv'
+
+/** How a tool asks to be scheduled: see SPEC section 5, "Epochs". */
+export type ExecutionHint = 'auto' | 'parallel' | 'sequential'
+
+/** One host policy rule, applied after validation, in order. */
+export type RewriteRule =
+  | { op: 'set', path: string, value: unknown }
+  | { op: 'default', path: string, value: unknown }
+  | { op: 'remove', path: string }
+  | { op: 'clamp', path: string, min?: number, max?: number }
+
+/** A tool definition as an admin or the tools file writes it (SPEC section 2). */
+export interface ToolDefinition {
+  name: string
+  description?: string
+  inputSchema: Record<string, unknown>
+  executor: { url: string, timeoutMs?: number }
+  readOnly?: boolean
+  execution?: ExecutionHint
+  conflictKey?: string
+  trackExactRepeats?: boolean
+  aliases?: string[]
+  argumentAliases?: Record<string, string>
+  rewrite?: RewriteRule[]
+  requiredScopes?: string[]
+  action?: { projection?: string, maxModelReceiptChars?: number }
+}
+
+/** One piece of a compiled conflict-key template: literal text or a JSON pointer. */
+export type ConflictKeyPart = { literal: string } | { pointer: string[] }
+
+/**
+ * A tool after registration: every default filled in, the schema compiled
+ * once, the conflict-key template and the projection parsed once.
+ */
+export interface Tool {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Record<string, unknown>
+  readonly executor: { readonly url: string, readonly timeoutMs: number }
+  readonly readOnly: boolean
+  readonly execution: ExecutionHint
+  readonly conflictKey: readonly ConflictKeyPart[] | null
+  readonly trackExactRepeats: boolean
+  readonly aliases: readonly string[]
+  readonly argumentAliases: Readonly<Record<string, string>>
+  readonly rewrite: readonly RewriteRule[]
+  readonly requiredScopes: readonly string[]
+  readonly action: { readonly projection: Projection | null, readonly maxModelReceiptChars: number } | null
+  /** Validates and fills schema defaults in place (Ajv `useDefaults`). */
+  readonly validate: ValidateFunction
+  /** The definition with every default filled in, as GET /v1/tools answers it. */
+  readonly definition: Required<Omit<ToolDefinition, 'action' | 'conflictKey'>> & Pick<ToolDefinition, 'action' | 'conflictKey'>
+}
+
+/** A compiled JSONata projection of an action receipt (SPEC section 7). */
+export interface Projection {
+  readonly source: string
+  /** Evaluates the expression; rejects when it throws, loops or runs too long. */
+  evaluate (input: unknown): Promise<unknown>
+}
+
+/** Looks tools up by name or alias. */
+export interface ToolLookup {
+  resolve (nameOrAlias: string): Tool | undefined
+}
