@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { BatchEvent } from '../src/batch/types.js'
+import { ProblemError, problemBody } from '../src/errors.js'
+import { principalOf } from '../src/http/auth.js'
+import type { Services } from '../src/services.js'
+import { BatchBody, BatchHeaders } from '../schemas/batch.js'
+import { RunIdParams, problems } from '../schemas/common.js'
+
+/** The batch of tool calls one model turn produced (SPEC section 4). */
+export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { engine, config } = services
+
+  app.post('/v1/runs/:runId/batches', {
+    config: { roles: ['orchestrator'] as const },
+    schema: {
+      tags: ['batches'],
+      summary: 'Run the tool calls of one model turn',
+      description: 'Answers one result per call, in source order. With `Accept: text/event-stream` the host-visible events stream as server-sent events, ending with `batch.completed` whose data is the whole response.',
+      params: RunIdParams,
+      headers: BatchHeaders,
+      body: BatchBody,
+      response: { 200: Type.Ref('BatchResponse'), ...problems(400, 401, 403, 404, 409, 413, 422, 503) }
+    }
+  }, async (req, reply) => {
+    const principal = principalOf(req)
+    if (services.draining) throw new ProblemError('overloaded', 'The service is shutting down; send the batch to another replica.')
+    const { calls, usage } = req.body
+    if (calls.length > config.maxCallsPerBatch) {
+      throw new ProblemError('invalid_request', `A batch may hold at most ${config.maxCallsPerBatch} calls, got ${calls.length}.`)
+    }
+    const seen = new Set<string>()
+    for (const call of calls) {
+      if (seen.has(call.id)) throw new ProblemError('duplicate_call_id', `Call id ${call.id} appears more than once.`)
+      seen.add(call.id)
+    }
+    const headerKey = req.headers['idempotency-key']
+    if (headerKey !== undefined && req.body.batchId !== undefined && headerKey !== req.body.batchId) {
+      throw new ProblemError('invalid_request', 'The batchId and the Idempotency-Key header differ.')
+    }
+    const batchId = req.body.batchId ?? headerKey ?? `batch_${randomUUID()}`
+    const request = {
+      runId: req.params.runId,
+      tenant: principal.tenant,
+      scopes: principal.scopes,
+      batchId,
+      calls,
+      ...(usage === undefined ? {} : { usage })
+    }
+
+    if (!wantsEventStream(req.headers.accept)) {
+      const { response } = await engine.execute(request)
+      return reply.send(response)
+    }
+
+    // Server-sent events: the status line goes out with the first event, so
+    // problems found before the batch starts (busy, not active) still get a
+    // proper 4xx; after that, the stream carries everything.
+    const gone = new AbortController()
+    let open = false
+    const raw = reply.raw
+    const write = (type: string, data: unknown): void => {
+      if (!open) {
+        open = true
+        reply.hijack()
+        raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+      }
+      if (!raw.destroyed) raw.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`)
+    }
+    req.raw.on('close', () => { if (!raw.writableFinished) gone.abort() })
+    raw.on('close', () => { if (!raw.writableFinished) gone.abort() })
+    try {
+      const { response } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
+      write('batch.completed', response)
+      raw.end()
+    } catch (err) {
+      if (!open) throw err
+      // The stream is open: end it with the problem as its last event.
+      const problem = err instanceof ProblemError ? problemBody(err.code, err.message, err.extra) : problemBody('internal_error')
+      if (!(err instanceof ProblemError)) req.log.error({ err }, 'batch failed after the stream opened')
+      write('error', problem)
+      raw.end()
+    }
+    return reply
+  })
+}
+
+function wantsEventStream (accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes('text/event-stream')
+}

@@ -1,0 +1,34 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ProblemError } from '../src/errors.js'
+import { principalOf } from '../src/http/auth.js'
+import type { Services } from '../src/services.js'
+import { RunIdParams, problems } from '../schemas/common.js'
+import { OperationIdParams, ReceiptList } from '../schemas/receipt.js'
+
+const orchestrator = { roles: ['orchestrator'] as const }
+
+/** The action journal (SPEC section 7); a receipt is visible only to its run's tenant. */
+export const receiptRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { runs, store } = services
+
+  app.get('/v1/runs/:runId/receipts', {
+    config: orchestrator,
+    schema: { tags: ['receipts'], summary: "A run's receipts, in dispatch order", params: RunIdParams, response: { 200: ReceiptList, ...problems(401, 403, 404) } }
+  }, async (req) => {
+    await runs.get(principalOf(req).tenant, req.params.runId)
+    return { receipts: await store.listReceipts(req.params.runId) }
+  })
+
+  app.get('/v1/receipts/:operationId', {
+    config: orchestrator,
+    schema: { tags: ['receipts'], summary: 'One receipt', params: OperationIdParams, response: { 200: Type.Ref('Receipt'), ...problems(401, 403, 404) } }
+  }, async (req) => {
+    const stored = await store.getReceipt(req.params.operationId)
+    // Another tenant's receipt does not exist for this one: same answer as a missing one.
+    if (stored === undefined || stored.tenant !== principalOf(req).tenant) {
+      throw new ProblemError('run_not_found', `No receipt ${req.params.operationId}`)
+    }
+    return stored.receipt
+  })
+}

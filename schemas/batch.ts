@@ -1,0 +1,80 @@
+import { Type } from '@sinclair/typebox'
+
+export const BatchIdPattern = '^[A-Za-z0-9_.:-]{1,128}$'
+
+export const Call = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 256 }),
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  arguments: Type.Optional(Type.Union([
+    Type.String({ description: 'JSON text, as OpenAI-style APIs send it' }),
+    Type.Object({}, { additionalProperties: true, description: 'an object, as Anthropic-style APIs send it' }),
+    Type.Null()
+  ]))
+}, { additionalProperties: false })
+
+export const Usage = Type.Object({
+  inputTokens: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  outputTokens: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
+}, { additionalProperties: false })
+
+/** POST /v1/runs/{runId}/batches. `calls` may hold at most TOOLGATE_MAX_CALLS_PER_BATCH calls. */
+export const BatchBody = Type.Object({
+  batchId: Type.Optional(Type.String({ pattern: BatchIdPattern })),
+  calls: Type.Array(Call),
+  usage: Type.Optional(Usage)
+}, { additionalProperties: false })
+
+export const BatchHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ pattern: BatchIdPattern }))
+})
+
+const Details = Type.Object({
+  epoch: Type.Optional(Type.Integer()),
+  durationMs: Type.Optional(Type.Number()),
+  startedAt: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
+  blockedBy: Type.Optional(Type.String()),
+  tool: Type.Optional(Type.String()),
+  httpStatus: Type.Optional(Type.Integer()),
+  cause: Type.Optional(Type.String()),
+  operationId: Type.Optional(Type.String()),
+  executor: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  receipt: Type.Optional(Type.Ref('Receipt')),
+  projectionProblem: Type.Optional(Type.String())
+}, { additionalProperties: true })
+
+export const CallResult = Type.Object({
+  callId: Type.String(),
+  name: Type.String(),
+  status: Type.Union(['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed'].map((s) => Type.Literal(s))),
+  content: Type.String(),
+  isError: Type.Boolean(),
+  details: Details
+})
+
+export const BatchEvent = Type.Object({
+  seq: Type.Integer(),
+  type: Type.String(),
+  at: Type.String(),
+  callId: Type.Optional(Type.String()),
+  tool: Type.Optional(Type.String()),
+  epoch: Type.Optional(Type.Integer()),
+  status: Type.Optional(Type.String()),
+  durationMs: Type.Optional(Type.Number()),
+  action: Type.Optional(Type.String()),
+  count: Type.Optional(Type.Integer()),
+  reason: Type.Optional(Type.String()),
+  size: Type.Optional(Type.Integer())
+})
+
+export const BatchResponse = Type.Object({
+  runId: Type.String(),
+  batchId: Type.String(),
+  turn: Type.Integer(),
+  results: Type.Array(CallResult),
+  events: Type.Array(BatchEvent),
+  policyMessages: Type.Array(Type.Object({ type: Type.Literal('agent_policy'), content: Type.String() })),
+  continue: Type.Boolean(),
+  run: Type.Object({ state: Type.String(), terminationReason: Type.Optional(Type.String()) })
+}, { $id: 'BatchResponse' })

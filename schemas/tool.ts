@@ -1,0 +1,54 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ToolNamePattern } from './common.js'
+
+const Pointer = Type.String({ pattern: '^(/.*)?$', description: 'RFC 6901 JSON pointer' })
+
+export const RewriteRule = Type.Union([
+  Type.Object({ op: Type.Literal('set'), path: Pointer, value: Type.Unknown() }, { additionalProperties: false }),
+  Type.Object({ op: Type.Literal('default'), path: Pointer, value: Type.Unknown() }, { additionalProperties: false }),
+  Type.Object({ op: Type.Literal('remove'), path: Pointer }, { additionalProperties: false }),
+  Type.Object({ op: Type.Literal('clamp'), path: Pointer, min: Type.Optional(Type.Number()), max: Type.Optional(Type.Number()) }, { additionalProperties: false })
+])
+
+/** A tool definition (SPEC section 2). */
+export const ToolDefinition = Type.Object({
+  name: Type.String({ pattern: ToolNamePattern }),
+  description: Type.Optional(Type.String({ maxLength: 8192 })),
+  inputSchema: Type.Object({}, { additionalProperties: true, description: 'JSON Schema draft 2020-12 of the arguments' }),
+  executor: Type.Object({
+    url: Type.String({ minLength: 1, maxLength: 2048 }),
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000 }))
+  }, { additionalProperties: false }),
+  readOnly: Type.Optional(Type.Boolean({ default: false })),
+  execution: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('parallel'), Type.Literal('sequential')], { default: 'auto' })),
+  conflictKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  trackExactRepeats: Type.Optional(Type.Boolean({ default: true })),
+  aliases: Type.Optional(Type.Array(Type.String({ pattern: ToolNamePattern }), { maxItems: 64, uniqueItems: true })),
+  argumentAliases: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ minLength: 1, maxLength: 256 }))),
+  rewrite: Type.Optional(Type.Array(RewriteRule, { maxItems: 256 })),
+  requiredScopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 64 })),
+  action: Type.Optional(Type.Object({
+    projection: Type.Optional(Type.String({ minLength: 1, maxLength: 65536 })),
+    maxModelReceiptChars: Type.Optional(Type.Integer({ minimum: 2, maximum: 1_048_576, default: 4096 }))
+  }, { additionalProperties: false }))
+}, { $id: 'ToolDefinition', additionalProperties: false })
+
+export type ToolDefinitionInput = Static<typeof ToolDefinition>
+
+/** PUT body: the name may be left out (it comes from the path). */
+export const ToolPutBody = Type.Composite([
+  Type.Omit(ToolDefinition, ['name']),
+  Type.Object({ name: Type.Optional(Type.String({ pattern: ToolNamePattern })) })
+], { additionalProperties: false })
+
+export const ToolList = Type.Object({ tools: Type.Array(Type.Ref('ToolDefinition')) })
+
+/** What the model is offered: no executor, rewrite rules or projections. */
+export const OfferedTool = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  inputSchema: Type.Object({}, { additionalProperties: true })
+})
+export const OfferedToolList = Type.Object({ tools: Type.Array(OfferedTool) })
+
+export const ToolNameParams = Type.Object({ name: Type.String({ pattern: ToolNamePattern }) })

@@ -1,0 +1,26 @@
+/**
+ * What the model reads when a call did not produce an executor's answer:
+ * short JSON, a stable `error` code and one plain sentence. Never a stack
+ * trace, never the arguments.
+ */
+export function errorContent (error: string, message: string, extra?: Record<string, unknown>): string {
+  return JSON.stringify({ error, message, ...extra })
+}
+
+export const UNCERTAIN_MESSAGE =
+  'The outcome of this call is unknown: the request may have reached the tool, but no definitive answer came back. ' +
+  'It may or may not have taken effect. Repeating the call may apply it twice; check the current state before trying again.'
+
+export function blockedMessage (blockedBy: string): string {
+  return `Not run: an earlier write (${blockedBy}) has an unknown outcome, and this write could conflict with it. Check the state before retrying.`
+}
+
+export const CANCELLED_MESSAGE = 'Not run: the batch was cancelled before this call started.'
+export const CLOSED_MESSAGE = 'Not run: the batch was closed before this call started.'
+
+/** An executor's `content`: a string passes through, any other JSON value is serialized. */
+export function contentOf (value: unknown): string {
+  if (value === undefined) return ''
+  if (typeof value === 'string') return value
+  return JSON.stringify(value) ?? ''
+}

@@ -1,0 +1,115 @@
+import type { ExecutorAnswer } from '../dispatch/client.js'
+import type { PreparedCall } from '../prepare/types.js'
+import { projectReceipt } from '../receipts/projection.js'
+import type { Receipt, ReceiptStatus } from '../receipts/types.js'
+import type { DispatchOutcome } from '../schedule/types.js'
+import type { Store } from '../store/types.js'
+import { type DispatchContext, type PlainOutcome, isObject, sendToExecutor } from './dispatch-call.js'
+
+/** An action call's settled result: a plain outcome, or a projection that failed. */
+export interface ActionOutcome {
+  status: PlainOutcome['status'] | 'projection_failed'
+  content: string
+  isError: boolean
+  details: PlainOutcome['details']
+}
+
+export const PROJECTION_FAILED_CONTENT = '{"error":"projection_failed"}'
+
+export interface ActionContext extends DispatchContext {
+  store: Store
+  tenant: string
+  onProjectionFailed?: (problem: string) => void
+}
+
+/**
+ * Dispatches an action tool call: at most once per operation id. A call whose
+ * operation already has a receipt is answered from it (`replayed`); otherwise
+ * the executor is called, the canonical receipt stored, then projected for
+ * the model.
+ */
+export async function dispatchAction (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string): Promise<DispatchOutcome<ActionOutcome>> {
+  const stored = (await ctx.store.getReceipt(operationId))?.receipt
+  let receipt: Receipt
+  let shown: Receipt
+  if (stored !== undefined && stored.runId === ctx.runId) {
+    receipt = stored
+    shown = { ...stored, dispatch: { ...stored.dispatch, disposition: 'replayed' } }
+  } else {
+    const dispatchedAt = new Date()
+    const t0 = performance.now()
+    const answer = await sendToExecutor(ctx, call, operationId)
+    const durationMs = performance.now() - t0
+    const completedAt = new Date(dispatchedAt.getTime() + durationMs).toISOString()
+    const { status, result, stateRevision, end } = interpretActionAnswer(answer)
+    receipt = await ctx.store.putReceipt({
+      operationId,
+      runId: ctx.runId,
+      batchId: ctx.batchId,
+      callId: call.id,
+      tool: call.tool.name,
+      intent: { action: call.tool.name, arguments: call.arguments },
+      status,
+      result,
+      stateRevision,
+      timeline: [
+        { event: 'prepared', at: preparedAt },
+        { event: 'dispatched', at: dispatchedAt.toISOString() },
+        { event: end, at: completedAt }
+      ],
+      dispatch: { disposition: 'dispatched', attempts: 1 },
+      timing: { dispatchedAt: dispatchedAt.toISOString(), completedAt, durationMs: Math.round(durationMs * 1000) / 1000 }
+    }, ctx.tenant)
+    shown = receipt
+  }
+
+  const callStatus = statusOf(receipt.status)
+  const details = { operationId, receipt: shown }
+  const projection = call.tool.action?.projection ?? null
+  if (projection === null) {
+    // The receipt as first stored, so a replay shows the model the same bytes.
+    const content = JSON.stringify(receipt)
+    return { value: { status: callStatus, content, isError: callStatus !== 'ok', details }, uncertain: callStatus === 'uncertain', closeBatch: false }
+  }
+  const { dispatch: _d, timing: _t, ...stable } = receipt
+  const check = await projectReceipt(projection, { intent: receipt.intent, receipt: stable }, call.tool.action!.maxModelReceiptChars)
+  if (!check.ok) {
+    ctx.onProjectionFailed?.(check.problem)
+    return {
+      value: { status: 'projection_failed', content: PROJECTION_FAILED_CONTENT, isError: true, details: { ...details, projectionProblem: check.problem } },
+      uncertain: receipt.status === 'uncertain',
+      closeBatch: true
+    }
+  }
+  return { value: { status: callStatus, content: check.content, isError: callStatus !== 'ok', details }, uncertain: callStatus === 'uncertain', closeBatch: false }
+}
+
+function statusOf (status: ReceiptStatus): PlainOutcome['status'] {
+  return status === 'committed' ? 'ok' : status === 'uncertain' ? 'uncertain' : 'error'
+}
+
+interface ActionAnswer { status: ReceiptStatus, result: Record<string, unknown> | null, stateRevision: string | number | null, end: string }
+
+/** An action executor answers `{status: committed|rejected, result, stateRevision?}`. */
+export function interpretActionAnswer (answer: ExecutorAnswer): ActionAnswer {
+  if (answer.kind === 'unsent') return { status: 'failed', result: { error: 'executor_unavailable', cause: answer.code }, stateRevision: null, end: 'failed' }
+  if (answer.kind === 'unknown') return { status: 'uncertain', result: { error: 'outcome_unknown', cause: answer.code }, stateRevision: null, end: answer.code === 'timeout' ? 'timed_out' : 'failed' }
+  const { status: http, body } = answer
+  if (http >= 300 && http < 400) return { status: 'failed', result: { error: 'executor_redirect', httpStatus: http }, stateRevision: null, end: 'responded' }
+  if (http >= 400) {
+    const result = isObject(body) && isObject(body.result) ? body.result : { error: 'executor_rejected', httpStatus: http }
+    return { status: 'rejected', result, stateRevision: revisionOf(body), end: 'responded' }
+  }
+  if (!isObject(body) || (body.status !== 'committed' && body.status !== 'rejected') ||
+      (body.result !== undefined && !isObject(body.result)) ||
+      (body.stateRevision !== undefined && body.stateRevision !== null && typeof body.stateRevision !== 'string' && typeof body.stateRevision !== 'number')) {
+    return { status: 'uncertain', result: { error: 'outcome_unknown', cause: 'unreadable_answer' }, stateRevision: null, end: 'responded' }
+  }
+  return { status: body.status, result: (body.result as Record<string, unknown> | undefined) ?? {}, stateRevision: revisionOf(body), end: 'responded' }
+}
+
+function revisionOf (body: unknown): string | number | null {
+  if (!isObject(body)) return null
+  const r = body.stateRevision
+  return typeof r === 'string' || (typeof r === 'number' && Number.isFinite(r)) ? r : null
+}

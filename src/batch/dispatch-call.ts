@@ -1,0 +1,94 @@
+import type { ExecutorAnswer, ExecutorClient } from '../dispatch/client.js'
+import { executorBody } from '../dispatch/executor-body.js'
+import type { PreparedCall } from '../prepare/types.js'
+import type { DispatchOutcome } from '../schedule/types.js'
+import type { CallDetails, CallResult } from './types.js'
+import { UNCERTAIN_MESSAGE, contentOf, errorContent } from './content.js'
+
+/** Everything one call's dispatch needs besides the call. */
+export interface DispatchContext {
+  runId: string
+  batchId: string
+  client: ExecutorClient
+  headers?: Record<string, string>
+}
+
+/** What the executor said, given its tool-level meaning. */
+export interface PlainOutcome {
+  status: 'ok' | 'error' | 'uncertain'
+  content: string
+  isError: boolean
+  details: CallDetails
+}
+
+/** Sends one call to its executor. Never rejects. */
+export async function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<ExecutorAnswer> {
+  const timeoutMs = call.tool.executor.timeoutMs
+  return ctx.client.post({
+    url: call.tool.executor.url,
+    timeoutMs,
+    body: executorBody(ctx.runId, ctx.batchId, call, operationId, new Date(Date.now() + timeoutMs).toISOString()),
+    headers: { 'idempotency-key': operationId, ...ctx.headers }
+  })
+}
+
+/** Gives a plain tool's executor answer its meaning (SPEC section 5, "Uncertain writes"). */
+export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): PlainOutcome {
+  switch (answer.kind) {
+    case 'unsent':
+      return failed('executor_unavailable', 'The tool could not be reached; the call was not sent.', { cause: answer.code })
+    case 'unknown':
+      return unknownOutcome(answer.code, answer.status, readOnly)
+    case 'answered': {
+      const { status, body } = answer
+      if (status >= 300 && status < 400) {
+        return failed('executor_redirect', 'The tool answered with a redirect, which is not followed; the call was not performed.', { httpStatus: status })
+      }
+      if (status >= 400) {
+        const content = isObject(body) && body.content !== undefined
+          ? contentOf(body.content)
+          : errorContent('executor_rejected', `The tool refused the call (HTTP ${status}).`)
+        return { status: 'error', content, isError: true, details: { httpStatus: status, ...executorDetails(body) } }
+      }
+      if (!isObject(body) || (body.isError !== undefined && typeof body.isError !== 'boolean') ||
+          (body.details !== undefined && !isObject(body.details))) {
+        return unknownOutcome('unreadable_answer', status, readOnly)
+      }
+      const isError = body.isError === true
+      return { status: isError ? 'error' : 'ok', content: contentOf(body.content), isError, details: { httpStatus: status, ...executorDetails(body) } }
+    }
+  }
+}
+
+/** Dispatches a plain (non-action) tool call and settles it for the runner. */
+export async function dispatchPlain (ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<DispatchOutcome<PlainOutcome>> {
+  const outcome = interpretAnswer(await sendToExecutor(ctx, call, operationId), call.tool.readOnly)
+  outcome.details.operationId = operationId
+  return { value: outcome, uncertain: outcome.status === 'uncertain', closeBatch: false }
+}
+
+export function toResult (call: { id: string, requestedName: string, toolName: string }, outcome: Omit<CallResult, 'callId' | 'name'>): CallResult {
+  if (call.toolName !== call.requestedName) outcome.details.tool = call.toolName
+  return { callId: call.id, name: call.requestedName, ...outcome }
+}
+
+function unknownOutcome (cause: string, httpStatus: number | undefined, readOnly: boolean): PlainOutcome {
+  const details: CallDetails = { cause }
+  if (httpStatus !== undefined) details.httpStatus = httpStatus
+  if (readOnly) {
+    return { status: 'error', content: errorContent('executor_failed', 'The tool failed to answer; this read had no effect and may be retried.'), isError: true, details }
+  }
+  return { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details }
+}
+
+function failed (error: string, message: string, details: CallDetails): PlainOutcome {
+  return { status: 'error', content: errorContent(error, message), isError: true, details }
+}
+
+function executorDetails (body: unknown): CallDetails {
+  return isObject(body) && isObject(body.details) ? { executor: body.details } : {}
+}
+
+export function isObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,369 @@
+import { createHash } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import type { ExecutorClient } from '../dispatch/client.js'
+import { ProblemError } from '../errors.js'
+import { EventRecorder, round } from '../events/recorder.js'
+import type { ExternalAuthorizer } from '../prepare/authorize.js'
+import { prepareBatch } from '../prepare/pipeline.js'
+import type { AuthorizationContext, PreparedCall, RawCall } from '../prepare/types.js'
+import { operationId } from '../receipts/operation-id.js'
+import { canonicalJson, fingerprint } from '../repeat/fingerprint.js'
+import { policyMessage } from '../repeat/tracker.js'
+import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
+import { planEpochs } from '../schedule/plan.js'
+import { EpochRunner } from '../schedule/runner.js'
+import type { DispatchOutcome, SchedulableCall, Settlement } from '../schedule/types.js'
+import type { Store } from '../store/types.js'
+import type { BatchObserver, BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
+import { combineObservers } from '../telemetry/types.js'
+import type { ToolLookup } from '../tools/types.js'
+import { admit } from './admit.js'
+import { type ActionOutcome, dispatchAction } from './dispatch-action.js'
+import { dispatchPlain, toResult } from './dispatch-call.js'
+import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
+import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
+import type { BatchEvent, BatchResponse, CallResult, PolicyMessage } from './types.js'
+import { addStats, emptyStats } from '../runs/stats.js'
+
+export interface EngineDeps {
+  store: Store
+  tools: ToolLookup
+  client: ExecutorClient
+  telemetry: Telemetry
+  authorizer?: ExternalAuthorizer
+  /** Identifies this process in a run's lease. */
+  replicaId: string
+  /** How long a batch lease lasts without renewal. */
+  leaseMs: number
+  /** Largest arguments of one call, as JSON. */
+  maxArgumentBytes: number
+  /** Called with each batch's contribution to the summaries. */
+  onStats?: (stats: RunStats) => void
+}
+
+export interface BatchRequest {
+  runId: string
+  tenant: string
+  scopes: ReadonlySet<string>
+  batchId: string
+  calls: RawCall[]
+  usage?: { inputTokens?: number, outputTokens?: number }
+  /** Host-visible events as they happen (server-sent events). */
+  onEvent?: (event: BatchEvent) => void
+  /** Aborted when the client of a streaming request goes away. */
+  signal?: AbortSignal
+}
+
+type Begin =
+  | { kind: 'started', run: RunRecord, turn: number }
+  | { kind: 'replay' }
+  | { kind: 'reused' }
+  | { kind: 'busy' }
+  | { kind: 'not_found' }
+  | { kind: 'not_active', reason: TerminationReason | null }
+
+/** A running batch's cancel switch. */
+interface Control { controller: AbortController, batchId: string }
+
+/**
+ * Runs batches: lease the run, prepare every call, admit them against the
+ * run's repeat streak and limits, run the epochs, and answer one result per
+ * call in source order. One instance per process.
+ */
+export class BatchEngine {
+  readonly #deps: EngineDeps
+  readonly #controls = new Map<string, Control>()
+
+  constructor (deps: EngineDeps) {
+    this.#deps = deps
+  }
+
+  /** Batches running in this process. */
+  get inFlight (): number {
+    return this.#controls.size
+  }
+
+  /** Cancels the batch of a run running in this process, if any. */
+  cancel (runId: string, reason: 'cancelled' | 'ended' | 'shutdown'): boolean {
+    const control = this.#controls.get(runId)
+    if (control === undefined) return false
+    control.controller.abort(reason)
+    return true
+  }
+
+  async execute (req: BatchRequest): Promise<{ response: BatchResponse, replayed: boolean }> {
+    const { store } = this.#deps
+    const requestHash = hashCalls(req.calls)
+    const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
+    const begun = await store.updateRun(req.runId, (run) => this.#begin(run, req, requestHash, tokens))
+    const begin: Begin = begun.found ? begun.value : { kind: 'not_found' }
+    switch (begin.kind) {
+      case 'not_found': throw new ProblemError('run_not_found', `No run ${req.runId}`)
+      case 'busy': throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
+      case 'reused': throw new ProblemError('batch_id_reused', `Batch ${req.batchId} was sent before with other calls.`)
+      case 'not_active': throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
+      case 'replay': {
+        const record = await store.getBatch(req.runId, req.batchId)
+        if (record === undefined) throw new ProblemError('run_busy', 'This batch is still being recorded; retry shortly.')
+        return { response: record.response as BatchResponse, replayed: true }
+      }
+      case 'started':
+        return { response: await this.#run(req, begin.run, begin.turn), replayed: false }
+    }
+  }
+
+  /** Inside the run's atomic update: take the lease, or say why not. */
+  #begin (run: RunRecord, req: BatchRequest, requestHash: string, tokens: number): Begin {
+    if (run.tenant !== req.tenant) return { kind: 'not_found' }
+    const now = Date.now()
+    const known = run.batches[req.batchId]
+    const leased = run.inFlight !== null && run.inFlight.leaseExpiresAt > now
+    if (known !== undefined) {
+      if (known !== requestHash) return { kind: 'reused' }
+      return leased && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay' }
+    }
+    if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason }
+    if (leased) return { kind: 'busy' }
+    const { limits } = run.options
+    let stop: TerminationReason | null = null
+    if (limits.timeoutMs !== null && now >= run.createdAt + limits.timeoutMs) stop = 'timeout'
+    else if (limits.maxTurns !== null && run.counters.turns + 1 > limits.maxTurns) stop = 'max_turns'
+    else if (limits.maxTotalTokens !== null && run.counters.totalTokens + tokens > limits.maxTotalTokens) stop = 'max_total_tokens'
+    if (stop !== null) {
+      run.state = 'terminated'
+      run.terminationReason = stop
+      return { kind: 'not_active', reason: stop }
+    }
+    run.counters.turns++
+    run.counters.totalTokens += tokens
+    run.batches[req.batchId] = requestHash
+    run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
+    return { kind: 'started', run, turn: run.counters.turns }
+  }
+
+  async #run (req: BatchRequest, run: RunRecord, turn: number): Promise<BatchResponse> {
+    const { store, telemetry } = this.#deps
+    const t0 = performance.now()
+    const options = run.options
+    const controller = new AbortController()
+    this.#controls.set(req.runId, { controller, batchId: req.batchId })
+    const onClientGone = (): void => controller.abort('client_gone')
+    req.signal?.addEventListener('abort', onClientGone, { once: true })
+    if (req.signal?.aborted === true) controller.abort('client_gone')
+    const timers = this.#startTimers(req, run, controller)
+
+    const recorder = new EventRecorder(options.events, req.onEvent)
+    const observer = combineObservers([recorder, telemetry.observeBatch({
+      runId: req.runId, batchId: req.batchId, tenant: req.tenant, turn, calls: req.calls.length, mode: options.toolExecution
+    })])
+    recorder.emit({ type: 'batch.started', size: req.calls.length })
+
+    try {
+      const preparedAt = new Date().toISOString()
+      const ctx: AuthorizationContext = {
+        runId: req.runId,
+        tenant: req.tenant,
+        allowedTools: options.tools === null ? null : new Set(options.tools),
+        scopes: req.scopes
+      }
+      const outcomes = await prepareBatch(req.calls, this.#deps.tools, ctx, this.#deps.authorizer)
+      const fingerprints = outcomes.map((o) => fingerprint(o.tool?.name ?? o.requestedName, o.arguments ?? null))
+
+      // Admission is atomic with the run: repeat streak, call budget, state.
+      const admitted = await store.updateRun(req.runId, (r) => {
+        if (r.state !== 'active') return null
+        const a = admit(r.repeat, r.counters.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
+        r.repeat = a.repeat
+        r.counters.toolCalls += a.admitted
+        if (a.termination !== null) {
+          r.state = 'terminated'
+          r.terminationReason = a.termination.reason
+        }
+        return a
+      })
+      const admission = admitted.found ? admitted.value : null
+
+      const results = new Array<CallResult>(outcomes.length)
+      const policyMessages: PolicyMessage[] = []
+      const dispatchable: PreparedCall[] = []
+      const stats = emptyStats()
+      const notActiveReason = controller.signal.aborted ? String(controller.signal.reason) : 'run_not_active'
+      for (const [i, o] of outcomes.entries()) {
+        const decision = admission?.decisions[i]
+        const info = { callId: o.id, tool: o.tool?.name ?? o.requestedName, known: o.tool !== null, epoch: null }
+        if (decision === undefined) {
+          results[i] = cancelledResult(o, notActiveReason)
+        } else if (decision.kind === 'terminated') {
+          results[i] = terminatedResult(o, decision.reason)
+          if (decision.count !== null) {
+            stats.repeatTerminations++
+            observer.repeatDetected?.(info, 'terminated', decision.count)
+          }
+        } else {
+          if (decision.advisory !== null) {
+            stats.repeatAdvisories++
+            observer.repeatDetected?.(info, 'advisory', decision.advisory)
+            policyMessages.push({ type: 'agent_policy', content: policyMessage(info.tool, decision.advisory) })
+          }
+          if (o.ok) dispatchable.push(o)
+          else results[i] = rejectedResult(o)
+        }
+        if (results[i] !== undefined) observer.callSettled?.({ ...info, status: results[i].status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false })
+      }
+      if (admission?.termination != null) observer.runTerminated?.(admission.termination.reason)
+
+      const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, results, stats, observer, controller.signal)
+      return await this.#finish(req, turn, t0, results, policyMessages, recorder, observer, stats, closed, controller.signal)
+    } catch (err) {
+      // A bug must not leave the run leased forever.
+      await store.updateRun(req.runId, (r) => {
+        if (r.inFlight?.batchId === req.batchId) r.inFlight = null
+      }).catch(() => {})
+      throw err
+    } finally {
+      for (const t of timers) clearTimeout(t)
+      req.signal?.removeEventListener('abort', onClientGone)
+      this.#controls.delete(req.runId)
+    }
+  }
+
+  /** The run's timeoutMs, and the lease renewal of a long batch. */
+  #startTimers (req: BatchRequest, run: RunRecord, controller: AbortController): NodeJS.Timeout[] {
+    const timers: NodeJS.Timeout[] = []
+    const { timeoutMs } = run.options.limits
+    if (timeoutMs !== null) {
+      const t = setTimeout(() => controller.abort('timeout'), Math.max(0, run.createdAt + timeoutMs - Date.now()))
+      t.unref()
+      timers.push(t)
+    }
+    const renew = setInterval(() => {
+      void this.#deps.store.updateRun(req.runId, (r) => {
+        if (r.inFlight?.batchId === req.batchId) r.inFlight.leaseExpiresAt = Date.now() + this.#deps.leaseMs
+      }).catch(() => { /* the next renewal retries */ })
+    }, Math.max(1000, Math.floor(this.#deps.leaseMs / 3)))
+    renew.unref()
+    timers.push(renew)
+    return timers
+  }
+
+  /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
+  async #schedule (req: BatchRequest, run: RunRecord, calls: PreparedCall[], preparedAt: string, fingerprints: string[],
+    results: CallResult[], stats: RunStats, observer: BatchObserver, signal: AbortSignal): Promise<boolean> {
+    if (calls.length === 0) return false
+    const byIndex = new Map<number, PreparedCall>()
+    const schedulable: SchedulableCall[] = calls.map((c) => {
+      byIndex.set(c.index, c)
+      return { index: c.index, id: c.id, readOnly: c.tool.readOnly, execution: c.tool.execution, conflictKey: c.conflictKey }
+    })
+    const epochs = planEpochs(schedulable, run.options.toolExecution)
+    stats.epochs += epochs.length
+    let closed = false
+    const info = (c: SchedulableCall, epoch: number): CallInfo =>
+      ({ callId: c.id, tool: byIndex.get(c.index)!.tool.name, known: true, epoch })
+
+    const settle = (c: SchedulableCall, s: Settlement<unknown>): void => {
+      const call = byIndex.get(c.index)!
+      let result: CallResult
+      let durationMs: number | null = null
+      if (s.kind === 'ran') {
+        const value = s.value as ActionOutcome
+        durationMs = s.durationMs
+        stats.toolTimeMs += s.durationMs
+        const details = { epoch: s.epoch, durationMs: round(s.durationMs), startedAt: new Date(s.startedAt).toISOString(), ...value.details }
+        result = toResult({ id: call.id, requestedName: call.requestedName, toolName: call.tool.name }, { status: value.status, content: value.content, isError: value.isError, details })
+        if (value.status === 'projection_failed') {
+          closed = true
+          stats.projectionFailures++
+        }
+        if (value.status === 'uncertain' || value.details.receipt?.status === 'uncertain') stats.uncertainWrites++
+      } else if (s.kind === 'blocked') {
+        stats.blockedCalls++
+        result = blockedResult(call, s.blockedBy, s.epoch)
+      } else {
+        result = cancelledResult(call, closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
+      }
+      results[c.index] = result
+      observer.callSettled?.({ ...info(c, s.epoch), status: result.status, durationMs, uncertain: result.status === 'uncertain', readOnly: call.tool.readOnly })
+    }
+
+    const runner = new EpochRunner<ActionOutcome>({
+      maxConcurrent: run.options.maxConcurrentTools,
+      signal,
+      hooks: {
+        epochStarted: (e, n) => {
+          stats.largestEpoch = Math.max(stats.largestEpoch, n)
+          observer.epochStarted?.(e, n)
+        },
+        epochSettled: (e, d) => observer.epochSettled?.(e, epochs[e]?.length ?? 0, d),
+        callStarted: (c, e) => observer.callStarted?.(info(c, e)),
+        callSettled: (c, _e, s) => settle(c, s)
+      },
+      // A dispatch that threw inside toolgate may or may not have sent its request.
+      onDispatchError: (c) => c.readOnly
+        ? { value: { status: 'error', content: errorContent('internal_error', 'The call failed inside toolgate; this read had no effect.'), isError: true, details: { cause: 'internal_error' } }, uncertain: false, closeBatch: false }
+        : { value: { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details: { cause: 'internal_error' } }, uncertain: true, closeBatch: false }
+    })
+
+    const dispatch = async (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> => {
+      const call = byIndex.get(c.index)!
+      const opId = operationId(req.runId, call.id, fingerprints[call.index]!)
+      const headers = observer.executorHeaders?.(info(c, epoch))
+      const ctx = { runId: req.runId, batchId: req.batchId, client: this.#deps.client, ...(headers === undefined ? {} : { headers }) }
+      if (call.tool.action === null) return dispatchPlain(ctx, call, opId)
+      return dispatchAction({ ...ctx, store: this.#deps.store, tenant: req.tenant, onProjectionFailed: (problem) => observer.projectionFailed?.(info(c, epoch), problem) }, call, opId, preparedAt)
+    }
+
+    await runner.run(epochs, dispatch)
+    return closed
+  }
+
+  /** Records the batch, releases the lease and builds the response. */
+  async #finish (req: BatchRequest, turn: number, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
+    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: AbortSignal): Promise<BatchResponse> {
+    const { store } = this.#deps
+    const reason = signal.aborted ? String(signal.reason) : null
+    const wallMs = performance.now() - t0
+    stats.wallTimeMs += wallMs
+    for (const r of results) stats.callsByStatus[r.status] = (stats.callsByStatus[r.status] ?? 0) + 1
+
+    // Terminal states this batch causes, unless the run already left `active`.
+    const ending: TerminationReason | null = closed ? 'projection_failed' : reason === 'timeout' ? 'timeout' : null
+    const finalized = await store.updateRun(req.runId, (r) => {
+      let terminatedNow = false
+      if (ending !== null && r.state === 'active') {
+        r.state = 'terminated'
+        r.terminationReason = ending
+        terminatedNow = true
+      }
+      r.stats = addStats(r.stats ?? emptyStats(), stats)
+      return { state: r.state, terminationReason: r.terminationReason, terminatedNow }
+    })
+    const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false }
+    if (state.terminatedNow) observer.runTerminated?.(ending!)
+    this.#deps.onStats?.(stats)
+
+    const outcome: BatchOutcome = closed ? 'closed' : state.state === 'terminated' ? 'terminated' : reason !== null ? 'cancelled' : 'completed'
+    observer.batchCompleted?.(outcome, wallMs)
+    recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
+    const response: BatchResponse = {
+      runId: req.runId,
+      batchId: req.batchId,
+      turn,
+      results,
+      events: recorder.events,
+      policyMessages,
+      continue: state.state === 'active' && !closed,
+      run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
+    }
+    await store.putBatch(req.runId, { batchId: req.batchId, requestHash: hashCalls(req.calls), response, completedAt: Date.now() })
+    await store.updateRun(req.runId, (r) => {
+      if (r.inFlight?.batchId === req.batchId) r.inFlight = null
+    })
+    return response
+  }
+}
+
+/** Identifies a batch's calls, so a reused batch id with other calls is caught. */
+export function hashCalls (calls: readonly RawCall[]): string {
+  return createHash('sha256').update(canonicalJson(calls.map((c) => [c.id, c.name, c.arguments ?? null]))).digest('base64url').slice(0, 22)
+}

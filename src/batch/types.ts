@@ -1,0 +1,65 @@
+import type { Receipt } from '../receipts/types.js'
+
+/** A call's status in the batch response (SPEC section 4). */
+export type CallStatus = 'ok' | 'error' | 'rejected' | 'uncertain' | 'blocked' | 'cancelled' | 'terminated' | 'projection_failed'
+
+export const CALL_STATUSES: readonly CallStatus[] = ['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed']
+
+/** One call's result, in source order. */
+export interface CallResult {
+  callId: string
+  name: string
+  status: CallStatus
+  /** The string handed to the model. */
+  content: string
+  isError: boolean
+  details: CallDetails
+}
+
+/** For the host, not the model. */
+export interface CallDetails {
+  epoch?: number
+  durationMs?: number
+  startedAt?: string
+  reason?: string
+  message?: string
+  blockedBy?: string
+  /** The canonical tool name when the model used an alias. */
+  tool?: string
+  httpStatus?: number
+  cause?: string
+  operationId?: string
+  executor?: Record<string, unknown>
+  receipt?: Receipt
+  projectionProblem?: string
+}
+
+/** An event as the host sees it (SPEC section 8); never arguments. */
+export interface BatchEvent {
+  seq: number
+  type: 'batch.started' | 'epoch.started' | 'call.started' | 'call.completed' | 'epoch.settled' | 'tool.repeat_detected' | 'run.terminated' | 'batch.completed'
+  at: string
+  callId?: string
+  tool?: string
+  epoch?: number
+  status?: string
+  durationMs?: number
+  action?: string
+  count?: number
+  reason?: string
+  size?: number
+}
+
+export interface PolicyMessage { type: 'agent_policy', content: string }
+
+/** The answer to POST /v1/runs/{runId}/batches. */
+export interface BatchResponse {
+  runId: string
+  batchId: string
+  turn: number
+  results: CallResult[]
+  events: BatchEvent[]
+  policyMessages: PolicyMessage[]
+  continue: boolean
+  run: { state: string, terminationReason?: string }
+}

@@ -1,0 +1,132 @@
+/**
+ * Configuration: read from the environment once at start, validated with
+ * every problem reported at once, then frozen and passed in. Nothing else in
+ * the code reads process.env.
+ */
+
+type Kind =
+  | { kind: 'int', min: number, max: number }
+  | { kind: 'bool' }
+  | { kind: 'string' }
+  | { kind: 'url', protocols: readonly string[] }
+  | { kind: 'enum', values: readonly string[] }
+  | { kind: 'origins' }
+
+interface Setting { env: string, default: unknown, help: string, spec: Kind }
+
+const MiB = 1024 * 1024
+const int = (min: number, max: number): { kind: 'int', min: number, max: number } => ({ kind: 'int', min, max })
+
+/** Every setting, its environment variable, default and meaning. The README table is checked against it. */
+export const SETTINGS = {
+  port: { env: 'PORT', default: 8080, help: 'TCP port to listen on.', spec: int(0, 65535) },
+  host: { env: 'HOST', default: '0.0.0.0', help: 'Address to listen on.', spec: { kind: 'string' } },
+  logLevel: { env: 'LOG_LEVEL', default: 'info', help: 'pino log level.', spec: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } },
+  toolsFile: { env: 'TOOLGATE_TOOLS_FILE', default: null, help: 'JSON or YAML file of tool definitions loaded at start. Unset: the bundled examples and their example executor.', spec: { kind: 'string' } },
+  apiKeysFile: { env: 'TOOLGATE_API_KEYS_FILE', default: null, help: 'JSON or YAML file of API keys. Unset: the service runs open (one tenant, every role) and warns.', spec: { kind: 'string' } },
+  maxConcurrentTools: { env: 'TOOLGATE_MAX_CONCURRENT_TOOLS', default: 8, help: 'Default cap of calls running at once inside an epoch.', spec: int(1, 256) },
+  maxCallsPerBatch: { env: 'TOOLGATE_MAX_CALLS_PER_BATCH', default: 128, help: 'Most calls one batch may hold.', spec: int(1, 10000) },
+  runTtlSeconds: { env: 'TOOLGATE_RUN_TTL_SECONDS', default: 3600, help: 'Idle runs expire after this many seconds.', spec: int(1, 31 * 24 * 3600) },
+  maxRuns: { env: 'TOOLGATE_MAX_RUNS', default: 100000, help: 'Most runs held at once; ended runs are evicted first, then the least recently used idle ones.', spec: int(1, 100_000_000) },
+  receiptRetentionSeconds: { env: 'TOOLGATE_RECEIPT_RETENTION_SECONDS', default: 86400, help: 'Receipts are kept at least this long after their run.', spec: int(0, 365 * 24 * 3600) },
+  maxReceipts: { env: 'TOOLGATE_MAX_RECEIPTS', default: 1_000_000, help: 'Bound on receipts held in memory; the oldest of runs that are gone and past retention go first.', spec: int(1, 100_000_000) },
+  maxExecutorResponseBytes: { env: 'TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES', default: MiB, help: 'Executor answers larger than this are not read whole (a write becomes uncertain).', spec: int(1, 1024 * MiB) },
+  bodyLimitBytes: { env: 'TOOLGATE_BODY_LIMIT_BYTES', default: MiB, help: 'Largest request body accepted.', spec: int(1, 1024 * MiB) },
+  maxArgumentBytes: { env: 'TOOLGATE_MAX_ARGUMENT_BYTES', default: 256 * 1024, help: "Largest arguments of one call (as JSON); larger ones are rejected with reason invalid_arguments.", spec: int(1, 1024 * MiB) },
+  authorizerUrl: { env: 'TOOLGATE_AUTHORIZER_URL', default: null, help: "External authorizer in Open Policy Agent's data-API shape, asked once per prepared call.", spec: { kind: 'url', protocols: ['http:', 'https:'] } },
+  authorizerTimeoutMs: { env: 'TOOLGATE_AUTHORIZER_TIMEOUT_MS', default: 2000, help: 'Authorizer deadline; a late or failed answer rejects the call (fail closed).', spec: int(1, 600_000) },
+  executorAllowedOrigins: { env: 'TOOLGATE_EXECUTOR_ALLOWED_ORIGINS', default: null, help: 'Comma-separated origins (scheme://host:port) executor URLs must belong to. Unset: any http(s) origin.', spec: { kind: 'origins' } },
+  metricsAuth: { env: 'TOOLGATE_METRICS_AUTH', default: false, help: 'Require the operator role for GET /metrics.', spec: { kind: 'bool' } },
+  store: { env: 'TOOLGATE_STORE', default: 'memory', help: "'memory', or a redis:// URL to share state between replicas.", spec: { kind: 'string' } },
+  shutdownTimeoutMs: { env: 'TOOLGATE_SHUTDOWN_TIMEOUT_MS', default: 30000, help: 'On SIGTERM, how long batches in flight may take to finish before the process exits.', spec: int(0, 3_600_000) },
+  requestTimeoutMs: { env: 'TOOLGATE_REQUEST_TIMEOUT_MS', default: 0, help: 'Node HTTP request timeout; 0 leaves it off (batches may legitimately run long).', spec: int(0, 3_600_000) },
+  rateLimitMax: { env: 'TOOLGATE_RATE_LIMIT_MAX', default: 0, help: 'Requests per key per window; 0 turns rate limiting off.', spec: int(0, 10_000_000) },
+  rateLimitWindowMs: { env: 'TOOLGATE_RATE_LIMIT_WINDOW_MS', default: 60000, help: 'Rate-limit window.', spec: int(1, 3_600_000) },
+  maxEventLoopDelayMs: { env: 'TOOLGATE_MAX_EVENT_LOOP_DELAY_MS', default: 0, help: 'Shed load (503 overloaded) when the event loop lags more than this; 0 turns it off.', spec: int(0, 600_000) }
+} as const satisfies Record<string, Setting>
+
+type Settings = typeof SETTINGS
+type ValueOf<S extends Setting> =
+  S['spec'] extends { kind: 'int' } ? number
+    : S['spec'] extends { kind: 'bool' } ? boolean
+      : S['spec'] extends { kind: 'origins' } ? readonly string[] | null
+        : S['default'] extends null ? string | null : string
+
+/** The validated, frozen configuration. */
+export type Config = { readonly [K in keyof Settings]: ValueOf<Settings[K]> }
+
+/** Thrown when the environment is wrong; `problems` lists every problem at once. */
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor (problems: string[]) {
+    super(`Invalid configuration:\n- ${problems.join('\n- ')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+function parseOne (setting: Setting, raw: string, problems: string[]): unknown {
+  const { env, spec } = setting
+  switch (spec.kind) {
+    case 'int': {
+      const n = /^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN
+      if (!Number.isSafeInteger(n) || n < spec.min || n > spec.max) {
+        problems.push(`${env} must be an integer from ${spec.min} to ${spec.max}, got ${JSON.stringify(raw)}`)
+      }
+      return n
+    }
+    case 'bool': {
+      const v = raw.trim().toLowerCase()
+      if (['true', '1', 'yes', 'on'].includes(v)) return true
+      if (['false', '0', 'no', 'off'].includes(v)) return false
+      problems.push(`${env} must be true or false, got ${JSON.stringify(raw)}`)
+      return false
+    }
+    case 'enum':
+      if (!spec.values.includes(raw)) problems.push(`${env} must be one of ${spec.values.join(', ')}, got ${JSON.stringify(raw)}`)
+      return raw
+    case 'url': {
+      let url: URL | undefined
+      try { url = new URL(raw) } catch { /* reported below */ }
+      if (url === undefined || !spec.protocols.includes(url.protocol)) {
+        problems.push(`${env} must be an ${spec.protocols.map((p) => p.slice(0, -1)).join(' or ')} URL, got ${JSON.stringify(raw)}`)
+      }
+      return raw
+    }
+    case 'origins': {
+      const origins: string[] = []
+      for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+        try {
+          const u = new URL(part)
+          if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme')
+          origins.push(u.origin)
+        } catch {
+          problems.push(`${env} must list http(s) origins separated by commas, got ${JSON.stringify(part)}`)
+        }
+      }
+      return origins
+    }
+    case 'string':
+      if (raw.trim() === '') problems.push(`${env} must not be empty`)
+      return raw
+  }
+}
+
+/** Reads and validates the configuration; throws ConfigError listing every problem. */
+export function loadConfig (env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+  const problems: string[] = []
+  const out: Record<string, unknown> = {}
+  for (const [key, setting] of Object.entries(SETTINGS) as Array<[string, Setting]>) {
+    const raw = env[setting.env]
+    out[key] = raw === undefined || raw === '' ? setting.default : parseOne(setting, raw, problems)
+  }
+  const store = out.store as string
+  if (store !== 'memory' && !/^rediss?:\/\//.test(store)) problems.push(`TOOLGATE_STORE must be 'memory' or a redis:// URL, got ${JSON.stringify(store)}`)
+  if (problems.length > 0) throw new ConfigError(problems)
+  return Object.freeze({ ...out, ...overrides }) as Config
+}
+
+/** The configuration with every default: for tests and embedding. */
+export function defaultConfig (overrides: Partial<Config> = {}): Config {
+  return loadConfig({}, overrides)
+}

@@ -1,0 +1,139 @@
+import { Agent, errors as undiciErrors } from 'undici'
+
+/** What was sent and what came back, before any tool-level meaning is given to it. */
+export type ExecutorAnswer =
+  /** A definitive HTTP answer (2xx, 3xx or 4xx). `body` is parsed JSON, or undefined when it was not JSON. */
+  | { kind: 'answered', status: number, body: unknown, bodyText: string }
+  /** A definitive failure before the request was sent: the executor never saw it. */
+  | { kind: 'unsent', code: string }
+  /** The request may have reached the executor and no definitive answer came. */
+  | { kind: 'unknown', code: string, status?: number }
+
+export interface ExecutorRequest {
+  url: string
+  timeoutMs: number
+  body: string
+  headers: Record<string, string>
+  /** Aborting settles the request as `unknown` (or `unsent` if it never left). */
+  signal?: AbortSignal
+}
+
+export interface ExecutorClientOptions {
+  maxResponseBytes: number
+  /** Connect timeout cap; a connect that times out is a failure before sending. */
+  connectTimeoutMs?: number
+  keepAliveTimeoutMs?: number
+  /** Sockets per executor origin. */
+  connectionsPerOrigin?: number
+}
+
+// Failures that happen before a single byte of the request is written.
+const UNSENT_CODES = new Set([
+  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'CERT_HAS_EXPIRED'
+])
+
+class ResponseTooLarge extends Error {
+  readonly code = 'response_too_large'
+}
+
+/**
+ * The HTTP client of every executor: one shared undici Agent (a keep-alive
+ * pool per origin), no redirects followed, a body-size cap, and answers
+ * classified by whether the executor may have acted.
+ */
+export class ExecutorClient {
+  readonly #agent: Agent
+  readonly #opts: Required<ExecutorClientOptions>
+
+  constructor (opts: ExecutorClientOptions) {
+    this.#opts = { connectTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, connectionsPerOrigin: 128, ...opts }
+    this.#agent = new Agent({
+      connections: this.#opts.connectionsPerOrigin,
+      keepAliveTimeout: this.#opts.keepAliveTimeoutMs,
+      connect: { timeout: this.#opts.connectTimeoutMs }
+    })
+  }
+
+  async post (req: ExecutorRequest): Promise<ExecutorAnswer> {
+    const timeout = AbortSignal.timeout(req.timeoutMs)
+    const signal = req.signal === undefined ? timeout : AbortSignal.any([timeout, req.signal])
+    let res
+    try {
+      res = await this.#agent.request({
+        origin: new URL(req.url).origin,
+        path: pathOf(req.url),
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...req.headers },
+        body: req.body,
+        signal,
+        headersTimeout: req.timeoutMs,
+        bodyTimeout: req.timeoutMs
+      })
+    } catch (err) {
+      return failure(err, timeout.aborted)
+    }
+
+    const status = res.statusCode
+    const declared = Number(res.headers['content-length'])
+    if (Number.isFinite(declared) && declared > this.#opts.maxResponseBytes) {
+      res.body.destroy()
+      return { kind: 'unknown', code: 'response_too_large', status }
+    }
+    let text: string
+    try {
+      text = await readCapped(res.body, this.#opts.maxResponseBytes)
+    } catch (err) {
+      if (err instanceof ResponseTooLarge) return { kind: 'unknown', code: err.code, status }
+      return { kind: 'unknown', code: errorCode(err, timeout.aborted), status }
+    }
+    if (status >= 500) return { kind: 'unknown', code: 'executor_5xx', status }
+    let body: unknown
+    if (text.length > 0) {
+      try { body = JSON.parse(text) } catch { body = undefined }
+    }
+    return { kind: 'answered', status, body, bodyText: text }
+  }
+
+  async close (): Promise<void> {
+    await this.#agent.close()
+  }
+}
+
+function pathOf (url: string): string {
+  const u = new URL(url)
+  return u.pathname + u.search
+}
+
+async function readCapped (body: AsyncIterable<Buffer> & { destroy: (err?: Error) => void }, max: number): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.length
+    if (size > max) {
+      body.destroy()
+      throw new ResponseTooLarge('response too large')
+    }
+    chunks.push(chunk)
+  }
+  return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')
+}
+
+function errorCode (err: unknown, timedOut: boolean): string {
+  if (timedOut) return 'timeout'
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) return 'timeout'
+  if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') return 'aborted'
+  const code = (err as { code?: unknown })?.code
+  return typeof code === 'string' ? code : 'request_failed'
+}
+
+function failure (err: unknown, timedOut: boolean): ExecutorAnswer {
+  // undici wraps connect errors; look at the cause as well.
+  const code = errorCode(err, timedOut)
+  const causeCode = (err as { cause?: { code?: unknown } })?.cause?.code
+  if (UNSENT_CODES.has(code) || (typeof causeCode === 'string' && UNSENT_CODES.has(causeCode))) {
+    return { kind: 'unsent', code: UNSENT_CODES.has(code) ? code : (causeCode as string) }
+  }
+  return { kind: 'unknown', code }
+}

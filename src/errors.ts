@@ -1,0 +1,62 @@
+/**
+ * The one catalogue of errors a client can be answered with. Codes are part of
+ * the contract (SPEC section 9): never rename or reuse one.
+ */
+export const ERRORS = {
+  invalid_request: { status: 400, title: 'The request is not valid' },
+  invalid_tool: { status: 400, title: 'The tool definition is not valid' },
+  duplicate_call_id: { status: 400, title: 'Two calls of the batch share an id' },
+  unauthorized: { status: 401, title: 'A valid API key is required' },
+  forbidden: { status: 403, title: 'The API key lacks the role this route needs' },
+  run_not_found: { status: 404, title: 'No such run (or receipt of a run) for this tenant' },
+  tool_not_found: { status: 404, title: 'No such tool' },
+  not_found: { status: 404, title: 'No such route' },
+  method_not_allowed: { status: 405, title: 'The route does not take this method' },
+  run_exists: { status: 409, title: 'A run with this id exists already' },
+  run_busy: { status: 409, title: 'A batch of this run is in flight' },
+  run_not_active: { status: 409, title: 'The run is not active' },
+  payload_too_large: { status: 413, title: 'The request body is too large' },
+  unsupported_media_type: { status: 415, title: 'The request body must be JSON' },
+  batch_id_reused: { status: 422, title: 'The batch id was used for other calls' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  internal_error: { status: 500, title: 'Internal error' },
+  overloaded: { status: 503, title: 'The service is overloaded or shutting down' }
+} as const satisfies Record<string, { status: number, title: string }>
+
+export type ErrorCode = keyof typeof ERRORS
+
+/** An error answered to the client as an RFC 9457 problem with a stable `code`. */
+export class ProblemError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly extra: Record<string, unknown> | undefined
+
+  constructor (code: ErrorCode, detail?: string, extra?: Record<string, unknown>) {
+    super(detail ?? ERRORS[code].title)
+    this.name = 'ProblemError'
+    this.code = code
+    this.status = ERRORS[code].status
+    this.extra = extra
+  }
+}
+
+/** The JSON body of a problem answer. */
+export interface Problem {
+  type: string
+  title: string
+  status: number
+  code: ErrorCode
+  detail?: string
+  instance?: string
+  [extra: string]: unknown
+}
+
+export function problemBody (code: ErrorCode, detail?: string, extra?: Record<string, unknown>, instance?: string): Problem {
+  const { status, title } = ERRORS[code]
+  const body: Problem = { type: `https://toolgate.dev/problems/${code}`, title, status, code }
+  if (detail !== undefined && detail !== title) body.detail = detail
+  if (instance !== undefined) body.instance = instance
+  // Extra members never overwrite the standard ones.
+  if (extra !== undefined) for (const [k, v] of Object.entries(extra)) if (!(k in body)) body[k] = v
+  return body
+}

@@ -1,0 +1,66 @@
+import type { BatchEvent } from '../batch/types.js'
+import type { EventsAudience } from '../runs/types.js'
+import type { BatchObserver } from '../telemetry/types.js'
+
+/** Tool lifecycle events stay internal under the stock audience policy. */
+const LIFECYCLE = new Set<BatchEvent['type']>(['epoch.started', 'epoch.settled', 'call.started', 'call.completed', 'tool.repeat_detected'])
+
+export function isHostVisible (type: BatchEvent['type'], audience: EventsAudience): boolean {
+  return audience === 'lifecycle' || !LIFECYCLE.has(type)
+}
+
+/**
+ * Numbers events in the real order they happen and keeps those the run's
+ * audience policy lets the host see; `listener` gets each as it happens
+ * (the server-sent event stream).
+ */
+export class EventRecorder implements BatchObserver {
+  readonly events: BatchEvent[] = []
+  #seq = 0
+  readonly #audience: EventsAudience
+  readonly #listener: ((event: BatchEvent) => void) | undefined
+
+  constructor (audience: EventsAudience, listener?: (event: BatchEvent) => void) {
+    this.#audience = audience
+    this.#listener = listener
+  }
+
+  /** Numbers the host's events 1, 2, 3… in the order they happen; internal ones are not kept. */
+  emit (event: Omit<BatchEvent, 'seq' | 'at'>): BatchEvent | undefined {
+    if (!isHostVisible(event.type, this.#audience)) return undefined
+    const full = { seq: ++this.#seq, at: new Date().toISOString(), ...event } as BatchEvent
+    this.events.push(full)
+    this.#listener?.(full)
+    return full
+  }
+
+  epochStarted (epoch: number, size: number): void {
+    this.emit({ type: 'epoch.started', epoch, size })
+  }
+
+  epochSettled (epoch: number, size: number, durationMs: number): void {
+    this.emit({ type: 'epoch.settled', epoch, size, durationMs: round(durationMs) })
+  }
+
+  callStarted (call: { callId: string, tool: string, epoch: number | null }): void {
+    this.emit({ type: 'call.started', callId: call.callId, tool: call.tool, ...(call.epoch === null ? {} : { epoch: call.epoch }) })
+  }
+
+  callSettled (call: { callId: string, tool: string, epoch: number | null, status: string, durationMs: number | null }): void {
+    // Only calls that ran complete; the others never started.
+    if (call.durationMs === null) return
+    this.emit({ type: 'call.completed', callId: call.callId, tool: call.tool, ...(call.epoch === null ? {} : { epoch: call.epoch }), status: call.status, durationMs: round(call.durationMs) })
+  }
+
+  repeatDetected (call: { callId: string, tool: string }, action: 'advisory' | 'terminated', count: number): void {
+    this.emit({ type: 'tool.repeat_detected', callId: call.callId, tool: call.tool, action, count })
+  }
+
+  runTerminated (reason: string): void {
+    this.emit({ type: 'run.terminated', reason })
+  }
+}
+
+export function round (ms: number): number {
+  return Math.round(ms * 1000) / 1000
+}

@@ -1,0 +1,33 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { KeyRing, Principal, Role } from '../auth/keys.js'
+import { ProblemError } from '../errors.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Roles that may call the route (any of them); unset means no key needed. */
+    roles?: readonly Role[]
+  }
+  interface FastifyRequest {
+    principal: Principal | null
+  }
+}
+
+/** Resolves the caller's key on every request and enforces the route's roles. */
+export function registerAuth (app: FastifyInstance, keys: KeyRing, metricsAuth: boolean): void {
+  app.decorateRequest('principal', null)
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    let roles = request.routeOptions.config.roles
+    if (request.routeOptions.url === '/metrics' && metricsAuth) roles = ['operator']
+    if (roles === undefined) return
+    const principal = keys.authenticate(request.headers.authorization)
+    if (principal === null) throw new ProblemError('unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".')
+    if (!roles.some((r) => principal.roles.has(r))) throw new ProblemError('forbidden', `This route needs the ${roles.join(' or ')} role.`)
+    request.principal = principal
+  })
+}
+
+/** The authenticated caller; routes with roles always have one. */
+export function principalOf (request: FastifyRequest): Principal {
+  if (request.principal === null) throw new ProblemError('unauthorized')
+  return request.principal
+}

@@ -1,0 +1,30 @@
+import type { FastifyInstance } from 'fastify'
+import swagger from '@fastify/swagger'
+
+export const OPENAPI_INFO = {
+  title: 'toolgate',
+  description: 'A standalone tool-execution service for LLM agents. See README.md and SPEC.md.',
+  version: '0.1.0'
+}
+
+/** Collects the route schemas into an OpenAPI document (openapi.yaml is generated from it). */
+export async function registerOpenApi (app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: OPENAPI_INFO,
+      servers: [{ url: 'http://localhost:8080' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+      tags: [
+        { name: 'runs', description: 'Agent runs' },
+        { name: 'batches', description: 'Batches of tool calls' },
+        { name: 'receipts', description: 'The action journal' },
+        { name: 'tools', description: 'The tool registry (admin)' },
+        { name: 'operations', description: 'Metrics and summaries' },
+        { name: 'health', description: 'Liveness and readiness' }
+      ]
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) }
+  })
+}

@@ -1,0 +1,113 @@
+/**
+ * The preparation pipeline (SPEC section 5): every stage, in order, for each
+ * call of a batch. A call that fails a stage is rejected and the others go on.
+ */
+import type { Tool, ToolLookup } from '../tools/types.js'
+import type { ExternalAuthorizer } from './authorize.js'
+import { authorizeLocally } from './authorize.js'
+import { coerceScalars, parseArguments, renameArgumentAliases, resolveTool } from './compat.js'
+import { resolveConflictKey } from './conflict-key.js'
+import { applyRewrites, RewriteError } from './rewrite.js'
+import type { AuthorizationContext, PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from './types.js'
+import { describeErrors, validateArguments } from './validate.js'
+
+/** A call that passed every stage up to the external authorizer. */
+type LocallyAuthorized = Omit<PreparedCall, 'conflictKey'>
+
+const REASONS: ReadonlySet<string> = new Set<RejectionReason>([
+  'unknown_tool', 'tool_not_allowed', 'invalid_arguments', 'conflict_key_unresolved', 'policy_denied', 'unauthorized'
+])
+
+function rejected (call: RawCall, index: number, tool: Tool | null, reason: RejectionReason, message: string, args: unknown): RejectedCall {
+  return { ok: false, index, id: call.id, requestedName: call.name, tool, reason, message, arguments: args }
+}
+
+/** Every stage but the external authorizer and the conflict key. */
+function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: AuthorizationContext): RejectedCall | LocallyAuthorized {
+  const resolved = resolveTool(call.name, lookup)
+  if (!resolved.ok) return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
+  const tool = resolved.value
+
+  const parsed = parseArguments(call.arguments)
+  if (!parsed.ok) return rejected(call, index, tool, parsed.reason, parsed.message, call.arguments)
+  // What a string parsed into is ours to fill defaults into; an object is the caller's and gets cloned
+  const owned = call.arguments === undefined || call.arguments === null || typeof call.arguments === 'string'
+  let args = coerceScalars(renameArgumentAliases(parsed.value, tool.argumentAliases), tool.inputSchema)
+
+  const valid = validateArguments(tool, args, { inPlace: owned })
+  if (!valid.ok) return rejected(call, index, tool, valid.reason, valid.message, args)
+  args = valid.value
+
+  if (tool.rewrite.length > 0) {
+    // Validation left args ours: parsed from a string, or cloned from the caller's object
+    try {
+      args = applyRewrites(args, tool.rewrite, { inPlace: true })
+    } catch (err) {
+      const detail = err instanceof RewriteError ? `: ${err.message}` : ''
+      return rejected(call, index, tool, 'policy_denied', `the host policy could not be applied${detail}`, args)
+    }
+    if (!tool.validate(args)) {
+      return rejected(call, index, tool, 'policy_denied',
+        `the host policy rewrite produced invalid arguments: ${describeErrors(tool.validate.errors)}`, args)
+    }
+  }
+
+  const auth = authorizeLocally(tool, ctx)
+  if (!auth.ok) return rejected(call, index, tool, auth.reason, auth.message, args)
+  return { ok: true, index, id: call.id, requestedName: call.name, tool, arguments: args }
+}
+
+function withConflictKey (call: RawCall, local: LocallyAuthorized): PreparationOutcome {
+  const parts = local.tool.conflictKey
+  let conflictKey: string | null = null
+  if (parts !== null) {
+    const key = resolveConflictKey(parts, local.arguments)
+    if (!key.ok) return rejected(call, local.index, local.tool, key.reason, key.message, local.arguments)
+    conflictKey = key.value
+  }
+  // Spelled out rather than spread: this runs on every call and spreading is markedly slower
+  const { index, id, requestedName, tool, arguments: args } = local
+  return { ok: true, index, id, requestedName, tool, arguments: args, conflictKey }
+}
+
+async function authorizeExternally (
+  call: RawCall, local: LocallyAuthorized, ctx: AuthorizationContext, authorizer: ExternalAuthorizer
+): Promise<PreparationOutcome> {
+  let decision: unknown
+  try {
+    decision = await authorizer({ runId: ctx.runId, tenant: ctx.tenant, tool: local.tool.name, callId: local.id, arguments: local.arguments })
+  } catch {
+    // Fail closed: no answer is no permission
+    return rejected(call, local.index, local.tool, 'unauthorized', 'the authorization service could not decide on this call', local.arguments)
+  }
+  const d = (decision !== null && typeof decision === 'object' ? decision : {}) as { ok?: unknown, reason?: unknown, message?: unknown }
+  if (d.ok === true) return withConflictKey(call, local)
+  const reason = typeof d.reason === 'string' && REASONS.has(d.reason) ? d.reason as RejectionReason : 'unauthorized'
+  const message = typeof d.message === 'string' && d.message !== '' ? d.message : 'the authorization service denied this call'
+  return rejected(call, local.index, local.tool, reason, message, local.arguments)
+}
+
+/**
+ * Prepares one call through every stage except the external authorizer:
+ * tool, arguments, aliases, coercion, validation with defaults, host policy
+ * rewrites and validation again, allow-list and scopes, conflict key.
+ * `index` is the call's position in its batch.
+ */
+export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, ctx: AuthorizationContext): PreparationOutcome {
+  const local = prepareLocally(call, index, lookup, ctx)
+  return local.ok ? withConflictKey(call, local) : local
+}
+
+/**
+ * Prepares every call of a batch: one outcome per call, in source order. With
+ * an external authorizer, its decisions for all the calls that reach it are
+ * awaited concurrently; a decision that rejects denies the call.
+ */
+export async function prepareBatch (
+  calls: readonly RawCall[], lookup: ToolLookup, ctx: AuthorizationContext, authorizer?: ExternalAuthorizer
+): Promise<PreparationOutcome[]> {
+  if (authorizer === undefined) return calls.map((call, index) => prepareCall(call, index, lookup, ctx))
+  const locals = calls.map((call, index) => prepareLocally(call, index, lookup, ctx))
+  return await Promise.all(locals.map((local, index) =>
+    local.ok ? authorizeExternally(calls[index] as RawCall, local, ctx, authorizer) : local))
+}

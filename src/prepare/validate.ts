@@ -1,0 +1,47 @@
+/**
+ * The validation stage (SPEC section 5, step 2): the tool's compiled schema,
+ * which also fills schema defaults (Ajv `useDefaults`).
+ */
+import type { ErrorObject } from 'ajv'
+import type { Tool } from '../tools/types.js'
+import type { StageResult } from './types.js'
+
+/** At most this many schema errors are named in a rejection message. */
+export const MAX_REPORTED_ERRORS = 5
+
+export interface ValidateOptions {
+  /**
+   * The caller owns `args` and lets the validator fill defaults into it,
+   * sparing a clone. Default false: `args` is cloned first.
+   * @default false
+   */
+  readonly inPlace?: boolean
+}
+
+/** Describes schema errors as `instancePath message`, never with the values. */
+export function describeErrors (errors: readonly ErrorObject[] | null | undefined): string {
+  if (errors == null || errors.length === 0) return 'arguments do not match the schema'
+  const parts: string[] = []
+  for (const error of errors.slice(0, MAX_REPORTED_ERRORS)) {
+    let part = `${error.instancePath === '' ? '/' : error.instancePath} ${error.message ?? 'is not valid'}`
+    // The name of an unexpected key is the model's own words, not a value, and it is what the model must fix
+    const extra = (error.params as { additionalProperty?: unknown }).additionalProperty
+    if (error.keyword === 'additionalProperties' && typeof extra === 'string') {
+      part += `: ${JSON.stringify(extra.slice(0, 64))}`
+    }
+    parts.push(part)
+  }
+  if (errors.length > MAX_REPORTED_ERRORS) parts.push(`and ${errors.length - MAX_REPORTED_ERRORS} more`)
+  return parts.join('; ')
+}
+
+/**
+ * Validates `args` against the tool's schema. On success the value holds
+ * the schema's defaults; it is a clone unless `inPlace` is set, so the
+ * caller's object is never mutated by accident.
+ */
+export function validateArguments (tool: Tool, args: Record<string, unknown>, options?: ValidateOptions): StageResult<Record<string, unknown>> {
+  const value = options?.inPlace === true ? args : structuredClone(args)
+  if (tool.validate(value)) return { ok: true, value }
+  return { ok: false, reason: 'invalid_arguments', message: `invalid arguments: ${describeErrors(tool.validate.errors)}` }
+}

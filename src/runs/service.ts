@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto'
+import type { CreateRunInput } from '../../schemas/run.js'
+import type { BatchEngine } from '../batch/engine.js'
+import { ProblemError } from '../errors.js'
+import { StoreFullError } from '../store/memory.js'
+import type { Store } from '../store/types.js'
+import { resolveRunOptions } from './options.js'
+import type { RunRecord } from './types.js'
+import { type RunView, runView } from './view.js'
+
+export interface RunServiceOptions {
+  store: Store
+  engine: BatchEngine
+  runTtlMs: number
+  maxConcurrentTools: number
+}
+
+/** Run life cycle behind the routes: create, read, end, cancel, messages. */
+export class RunService {
+  readonly #o: RunServiceOptions
+
+  constructor (opts: RunServiceOptions) {
+    this.#o = opts
+  }
+
+  view (run: RunRecord): RunView {
+    return runView(run, this.#o.runTtlMs)
+  }
+
+  async create (tenant: string, input: CreateRunInput): Promise<RunView> {
+    const now = Date.now()
+    const run: RunRecord = {
+      runId: input.runId ?? `run_${randomUUID()}`,
+      tenant,
+      state: 'active',
+      terminationReason: null,
+      options: resolveRunOptions(input, this.#o.maxConcurrentTools),
+      counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
+      repeat: { fingerprint: null, count: 0, advised: false },
+      batches: {},
+      inFlight: null,
+      stats: null,
+      createdAt: now,
+      lastActiveAt: now
+    }
+    let created: boolean
+    try {
+      created = await this.#o.store.createRun(run)
+    } catch (err) {
+      if (err instanceof StoreFullError) throw new ProblemError('overloaded', 'Too many runs are busy; try again later.')
+      throw err
+    }
+    if (!created) throw new ProblemError('run_exists', `Run ${run.runId} exists already.`)
+    return this.view(run)
+  }
+
+  /** The run if the tenant owns it; another tenant's run does not exist for them. */
+  async get (tenant: string, runId: string): Promise<RunRecord> {
+    const run = await this.#o.store.getRun(runId)
+    if (run === undefined || run.tenant !== tenant) throw new ProblemError('run_not_found', `No run ${runId}`)
+    return run
+  }
+
+  async end (tenant: string, runId: string): Promise<RunView> {
+    await this.get(tenant, runId)
+    this.#o.engine.cancel(runId, 'ended')
+    const run = await this.#o.store.endRun(runId, Date.now())
+    if (run === undefined) throw new ProblemError('run_not_found', `No run ${runId}`)
+    return this.view(run)
+  }
+
+  /** Cancels the batch in flight, if any, and sets the run to `cancelled`. A run already stopped is left as it is. */
+  async cancel (tenant: string, runId: string): Promise<RunView> {
+    const result = await this.#o.store.updateRun(runId, (run) => {
+      if (run.tenant !== tenant) return null
+      if (run.state === 'active') {
+        run.state = 'cancelled'
+        run.terminationReason = 'cancelled'
+      }
+      return run
+    })
+    if (!result.found || result.value === null) throw new ProblemError('run_not_found', `No run ${runId}`)
+    this.#o.engine.cancel(runId, 'cancelled')
+    return this.view(result.value)
+  }
+
+  /** A genuine user message reached the model: the exact-repeat streak starts over. */
+  async message (tenant: string, runId: string): Promise<RunView> {
+    const result = await this.#o.store.updateRun(runId, (run) => {
+      if (run.tenant !== tenant) return { kind: 'not_found' as const }
+      if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason }
+      run.repeat = { fingerprint: null, count: 0, advised: false }
+      return { kind: 'ok' as const, run }
+    })
+    if (!result.found || result.value.kind === 'not_found') throw new ProblemError('run_not_found', `No run ${runId}`)
+    if (result.value.kind === 'not_active') {
+      throw new ProblemError('run_not_active', `The run is not active (${result.value.reason ?? 'unknown'}).`, { terminationReason: result.value.reason })
+    }
+    return this.view(result.value.run)
+  }
+}

@@ -1,0 +1,85 @@
+import type { ToolExecutionMode } from '../schedule/types.js'
+
+export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
+
+/** Why a run stopped being active. */
+export type TerminationReason =
+  | 'exact_repeat'
+  | 'max_turns'
+  | 'max_tool_calls'
+  | 'max_total_tokens'
+  | 'timeout'
+  | 'projection_failed'
+  | 'cancelled'
+  | 'ended'
+
+/** The run-wide limits (SPEC section 3); null means no limit, a threshold of 0 disables it. */
+export interface RunLimits {
+  readonly exactToolRepeatAdvisoryThreshold: number
+  readonly exactToolRepeatTerminationThreshold: number
+  readonly maxTurns: number | null
+  readonly maxToolCalls: number | null
+  readonly timeoutMs: number | null
+  readonly maxTotalTokens: number | null
+}
+
+export type EventsAudience = 'stock' | 'lifecycle'
+
+/** A run's effective options, every default filled in. */
+export interface RunOptions {
+  readonly toolExecution: ToolExecutionMode
+  readonly maxConcurrentTools: number
+  readonly limits: RunLimits
+  /** Allow-list of tool names, or null for every tool. */
+  readonly tools: readonly string[] | null
+  readonly events: EventsAudience
+  readonly metadata: Readonly<Record<string, string>>
+}
+
+/** The exact-repeat streak kept across batches (SPEC section 6). */
+export interface RepeatState {
+  fingerprint: string | null
+  count: number
+  advised: boolean
+}
+
+/** Per-run figures for the performance summary (SPEC section 8). */
+export interface RunStats {
+  epochs: number
+  largestEpoch: number
+  callsByStatus: Record<string, number>
+  /** Sum of every call's own duration. */
+  toolTimeMs: number
+  /** Sum of batch wall times. */
+  wallTimeMs: number
+  repeatAdvisories: number
+  repeatTerminations: number
+  projectionFailures: number
+  uncertainWrites: number
+  blockedCalls: number
+}
+
+/** The batch holding a run's lease. */
+export interface InFlight {
+  batchId: string
+  /** Which process holds the lease (a replica id). */
+  owner: string
+  leaseExpiresAt: number
+}
+
+/** Everything the store keeps about one run. Times are epoch milliseconds. */
+export interface RunRecord {
+  runId: string
+  tenant: string
+  state: RunState
+  terminationReason: TerminationReason | null
+  options: RunOptions
+  counters: { turns: number, toolCalls: number, totalTokens: number }
+  repeat: RepeatState
+  /** batchId → hash of its calls, for idempotent resubmission. */
+  batches: Record<string, string>
+  inFlight: InFlight | null
+  stats: RunStats | null
+  createdAt: number
+  lastActiveAt: number
+}

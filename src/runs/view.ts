@@ -1,0 +1,36 @@
+import type { RunRecord } from './types.js'
+
+/** The run object as the API answers it (SPEC section 3). */
+export interface RunView {
+  runId: string
+  state: RunRecord['state']
+  terminationReason?: string
+  toolExecution: string
+  maxConcurrentTools: number
+  limits: RunRecord['options']['limits']
+  tools: readonly string[] | null
+  events: string
+  metadata: Readonly<Record<string, string>>
+  counters: RunRecord['counters']
+  createdAt: string
+  expiresAt: string
+}
+
+export function runView (run: RunRecord, ttlMs: number): RunView {
+  const o = run.options
+  const view: RunView = {
+    runId: run.runId,
+    state: run.state,
+    toolExecution: o.toolExecution,
+    maxConcurrentTools: o.maxConcurrentTools,
+    limits: o.limits,
+    tools: o.tools,
+    events: o.events,
+    metadata: o.metadata,
+    counters: { ...run.counters },
+    createdAt: new Date(run.createdAt).toISOString(),
+    expiresAt: new Date(run.lastActiveAt + ttlMs).toISOString()
+  }
+  if (run.terminationReason !== null) view.terminationReason = run.terminationReason
+  return view
+}

@@ -1,0 +1,159 @@
+import { performance } from 'node:perf_hooks'
+import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement } from './types.js'
+
+export interface RunnerOptions<T> {
+  /** Most calls running at once inside an epoch. */
+  maxConcurrent: number
+  /** Aborting stops anything not yet started from starting (SPEC section 5, "Cancellation"). */
+  signal?: AbortSignal
+  hooks?: RunnerHooks
+  /** Turns a dispatch that threw into an outcome, so every call still settles once. */
+  onDispatchError: (call: SchedulableCall, err: unknown) => DispatchOutcome<T>
+}
+
+interface Uncertain { index: number, id: string }
+
+/**
+ * Runs planned epochs one after another. Inside an epoch it is
+ * work-conserving: whenever a slot is free it starts the first call, in
+ * source order, whose conflict key is not held by an earlier unsettled call.
+ * Uncertain writes block later writes; cancellation and a closed batch stop
+ * every call not yet started, in this epoch and the later ones.
+ */
+export class EpochRunner<T> {
+  readonly #opts: RunnerOptions<T>
+  readonly #settled = new Map<number, Settlement<T>>()
+  /** Uncertain writes without a key block every later write. */
+  readonly #unkeyed: Uncertain[] = []
+  /** Uncertain keyed writes block later writes with the same key. */
+  readonly #keyed = new Map<string, Uncertain[]>()
+  #closed = false
+
+  constructor (opts: RunnerOptions<T>) {
+    if (!Number.isInteger(opts.maxConcurrent) || opts.maxConcurrent < 1) {
+      throw new TypeError(`Expected maxConcurrent to be a positive integer, got ${String(opts.maxConcurrent)}`)
+    }
+    this.#opts = opts
+  }
+
+  /** True once nothing new may start (cancelled, or closed by a dispatch). */
+  get stopped (): boolean {
+    return this.#closed || this.#opts.signal?.aborted === true
+  }
+
+  /** Runs every epoch; resolves with one settlement per call, keyed by call index. */
+  async run (epochs: readonly Epoch[], dispatch: (call: SchedulableCall, epoch: number) => Promise<DispatchOutcome<T>>): Promise<Map<number, Settlement<T>>> {
+    for (const [e, calls] of epochs.entries()) {
+      if (this.stopped) {
+        for (const call of calls) this.#settled.set(call.index, { kind: 'cancelled', epoch: e })
+        continue
+      }
+      await this.#runEpoch(e, calls, dispatch)
+    }
+    return this.#settled
+  }
+
+  #runEpoch (epoch: number, calls: Epoch, dispatch: (call: SchedulableCall, epoch: number) => Promise<DispatchOutcome<T>>): Promise<void> {
+    const hooks = this.#opts.hooks
+    const started = performance.now()
+    hooks?.epochStarted?.(epoch, calls.length)
+    const pending = [...calls]
+    const runningKeys = new Set<string>()
+    const signal = this.#opts.signal
+    let running = 0
+    let done = false
+
+    return new Promise<void>((resolve) => {
+      const finishIfDone = (): void => {
+        if (done || running > 0) return
+        if (pending.length > 0 && !this.stopped) return
+        done = true
+        signal?.removeEventListener('abort', finishIfDone)
+        for (const call of pending) this.#settle(call, epoch, { kind: 'cancelled', epoch })
+        pending.length = 0
+        hooks?.epochSettled?.(epoch, performance.now() - started)
+        resolve()
+      }
+
+      const fill = (): void => {
+        const heldKeys = new Set(runningKeys)
+        for (let i = 0; i < pending.length && running < this.#opts.maxConcurrent && !this.stopped;) {
+          const call = pending[i]!
+          const key = call.conflictKey
+          if (key !== null && heldKeys.has(key)) {
+            i++
+            continue
+          }
+          pending.splice(i, 1)
+          const blocker = call.readOnly ? undefined : this.#blockerOf(call)
+          if (blocker !== undefined) {
+            this.#settle(call, epoch, { kind: 'blocked', epoch, blockedBy: blocker.id })
+            continue
+          }
+          if (key !== null) {
+            heldKeys.add(key)
+            runningKeys.add(key)
+          }
+          running++
+          start(call, key)
+        }
+        finishIfDone()
+      }
+
+      const start = (call: SchedulableCall, key: string | null): void => {
+        hooks?.callStarted?.(call, epoch)
+        const startedAt = Date.now()
+        const t0 = performance.now()
+        let promise: Promise<DispatchOutcome<T>>
+        try {
+          promise = dispatch(call, epoch)
+        } catch (err) {
+          promise = Promise.reject(err)
+        }
+        promise
+          .catch((err: unknown) => this.#opts.onDispatchError(call, err))
+          .then((outcome) => {
+            if (outcome.uncertain && !call.readOnly) this.#recordUncertain(call)
+            if (outcome.closeBatch) this.#closed = true
+            this.#settle(call, epoch, { kind: 'ran', epoch, value: outcome.value, startedAt, durationMs: performance.now() - t0 })
+            running--
+            if (key !== null) runningKeys.delete(key)
+            fill()
+          })
+          .catch(() => { /* settle never throws; a hook that does must not lose the batch */ })
+      }
+
+      signal?.addEventListener('abort', finishIfDone, { once: true })
+      fill()
+    })
+  }
+
+  #settle (call: SchedulableCall, epoch: number, settlement: Settlement<T>): void {
+    this.#settled.set(call.index, settlement)
+    this.#opts.hooks?.callSettled?.(call, epoch, settlement)
+  }
+
+  #recordUncertain (call: SchedulableCall): void {
+    const entry = { index: call.index, id: call.id }
+    if (call.conflictKey === null) {
+      this.#unkeyed.push(entry)
+      return
+    }
+    const list = this.#keyed.get(call.conflictKey)
+    if (list === undefined) this.#keyed.set(call.conflictKey, [entry])
+    else list.push(entry)
+  }
+
+  /** The earliest uncertain write, before this write in source order, that blocks it. */
+  #blockerOf (call: SchedulableCall): Uncertain | undefined {
+    let blocker: Uncertain | undefined
+    const consider = (list: readonly Uncertain[] | undefined): void => {
+      for (const u of list ?? []) {
+        if (u.index < call.index && (blocker === undefined || u.index < blocker.index)) blocker = u
+      }
+    }
+    consider(this.#unkeyed)
+    if (call.conflictKey !== null) consider(this.#keyed.get(call.conflictKey))
+    return blocker
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The process: read configuration, load keys and tools, listen, and drain
+ * on SIGTERM. Everything else is built by buildApp.
+ */
+import { fileURLToPath } from 'node:url'
+import { dirname, resolve } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from './app.js'
+import { KeyRing } from './auth/keys.js'
+import { ConfigError, type Config, loadConfig } from './config.js'
+import { createLogger } from './logger.js'
+import { readToolsFile } from './tools/load.js'
+import { InvalidToolError } from './tools/registry.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+/** The bundled example tools (used when TOOLGATE_TOOLS_FILE is unset). */
+export const EXAMPLE_TOOLS_FILE = resolve(here, '../../examples/tools.json')
+
+async function main (): Promise<void> {
+  let config: Config
+  try {
+    config = loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(err.message + '\n')
+      process.exit(2)
+    }
+    throw err
+  }
+  const logger = createLogger(config.logLevel)
+
+  let keys: KeyRing
+  let toolDefs: unknown[]
+  let example: FastifyInstance | null = null
+  try {
+    keys = config.apiKeysFile === null ? new KeyRing() : await KeyRing.fromFile(config.apiKeysFile)
+    if (config.toolsFile !== null) {
+      toolDefs = await readToolsFile(config.toolsFile)
+    } else {
+      // A newcomer's first minute: the example tools, with their executor beside us.
+      const { buildExecutor } = await import('../examples/executor.js')
+      example = buildExecutor()
+      const address = await example.listen({ port: 0, host: '127.0.0.1' })
+      toolDefs = (await readToolsFile(EXAMPLE_TOOLS_FILE)).map((def) => withOrigin(def, address))
+      logger.info({ executor: address }, 'TOOLGATE_TOOLS_FILE is unset: serving the example tools with the example executor')
+    }
+  } catch (err) {
+    logger.fatal({ err: { message: (err as Error).message } }, 'cannot start')
+    process.exit(2)
+  }
+  if (keys.open) logger.warn('No TOOLGATE_API_KEYS_FILE: the service runs OPEN, as one tenant with every role. Do not expose it.')
+
+  const app = await buildApp(config, { logger, keys })
+  try {
+    app.services.tools.putAll(toolDefs)
+  } catch (err) {
+    const problems = err instanceof InvalidToolError ? err.problems : [(err as Error).message]
+    logger.fatal({ problems }, 'invalid tools file')
+    process.stderr.write(`Invalid tools file:\n- ${problems.join('\n- ')}\n`)
+    process.exit(2)
+  }
+
+  let stopping = false
+  const shutdown = async (signal: string): Promise<void> => {
+    if (stopping) return
+    stopping = true
+    app.services.draining = true
+    logger.info({ signal, inFlight: app.services.engine.inFlight }, 'draining: no new batches; waiting for batches in flight')
+    const deadline = Date.now() + config.shutdownTimeoutMs
+    while (app.services.engine.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    if (app.services.engine.inFlight > 0) logger.warn({ inFlight: app.services.engine.inFlight }, 'shutdown deadline passed with batches in flight')
+    await app.close()
+    await example?.close()
+    logger.info('stopped')
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => { void shutdown('SIGTERM') })
+  process.on('SIGINT', () => { void shutdown('SIGINT') })
+
+  await app.listen({ port: config.port, host: config.host })
+  app.log.info({ tools: app.services.tools.size }, 'toolgate ready')
+}
+
+function withOrigin (def: unknown, origin: string): unknown {
+  const d = def as { executor: { url: string } }
+  const url = new URL(d.executor.url)
+  return { ...d, executor: { ...d.executor, url: origin + url.pathname } }
+}
+
+await main()

@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import { KeyRing } from './auth/keys.js'
+import { BatchEngine } from './batch/engine.js'
+import type { Config } from './config.js'
+import { ExecutorClient } from './dispatch/client.js'
+import type { ExternalAuthorizer } from './prepare/authorize.js'
+import { RunService } from './runs/service.js'
+import { MemoryStore } from './store/memory.js'
+import type { Store } from './store/types.js'
+import { type Telemetry } from './telemetry/types.js'
+import { createTelemetry, type TelemetryHandle } from './telemetry/index.js'
+import { ToolRegistry } from './tools/registry.js'
+import { createAuthorizer } from './auth/authorizer.js'
+
+/** Everything the routes use; built once per app instance. */
+export interface Services {
+  config: Config
+  tools: ToolRegistry
+  store: Store
+  client: ExecutorClient
+  engine: BatchEngine
+  runs: RunService
+  keys: KeyRing
+  telemetry: TelemetryHandle
+  replicaId: string
+  /** Set on SIGTERM: /readyz turns false and new batches are refused. */
+  draining: boolean
+  close (): Promise<void>
+}
+
+export interface ServiceOverrides {
+  store?: Store
+  keys?: KeyRing
+  tools?: ToolRegistry
+  authorizer?: ExternalAuthorizer
+  telemetry?: Telemetry
+  leaseMs?: number
+}
+
+export const DEFAULT_LEASE_MS = 30_000
+
+export function createServices (config: Config, logger: Logger, overrides: ServiceOverrides = {}): Services {
+  const runTtlMs = config.runTtlSeconds * 1000
+  const store = overrides.store ?? new MemoryStore({
+    runTtlMs,
+    maxRuns: config.maxRuns,
+    receiptRetentionMs: config.receiptRetentionSeconds * 1000,
+    maxReceipts: config.maxReceipts
+  })
+  const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins })
+  const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes })
+  const telemetry = createTelemetry({ logger, store, extra: overrides.telemetry })
+  const authorizer = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
+  const replicaId = randomUUID()
+  const engine = new BatchEngine({
+    store,
+    tools,
+    client,
+    telemetry,
+    ...(authorizer === undefined ? {} : { authorizer }),
+    replicaId,
+    leaseMs: overrides.leaseMs ?? DEFAULT_LEASE_MS,
+    maxArgumentBytes: config.maxArgumentBytes,
+    onStats: (stats) => telemetry.summary.add(stats)
+  })
+  const runs = new RunService({ store, engine, runTtlMs, maxConcurrentTools: config.maxConcurrentTools })
+  const services: Services = {
+    config,
+    tools,
+    store,
+    client,
+    engine,
+    runs,
+    keys: overrides.keys ?? new KeyRing(),
+    telemetry,
+    replicaId,
+    draining: false,
+    async close () {
+      await client.close()
+      await store.close()
+    }
+  }
+  return services
+}

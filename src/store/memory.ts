@@ -1,0 +1,220 @@
+import type { Receipt } from '../receipts/types.js'
+import type { RunRecord } from '../runs/types.js'
+import type { BatchRecord, Store, StoredReceipt, UpdateResult } from './types.js'
+
+/** Bounds and clocks of the memory store. */
+export interface MemoryStoreOptions {
+  /** Idle runs expire this long after their last use. */
+  runTtlMs: number
+  /** Most runs held; see `createRun` for who is evicted. */
+  maxRuns: number
+  /** Receipts outlive their run by at least this long. */
+  receiptRetentionMs: number
+  /** Most receipts held. */
+  maxReceipts: number
+  now?: () => number
+  /** How often expired runs and receipts are swept; 0 sweeps only on access. */
+  sweepIntervalMs?: number
+}
+
+interface HeldReceipt extends StoredReceipt { /** when the run went away, or null while it lives */ orphanedAt: number | null }
+
+/**
+ * The default store: one process, everything in maps. Atomic per run because
+ * `updateRun` runs its function synchronously. Runs are kept in a Map in
+ * least-recently-used order (a touch re-inserts), so expiry and eviction walk
+ * from the oldest end and stop early.
+ */
+export class MemoryStore implements Store {
+  readonly #runs = new Map<string, RunRecord>()
+  /** Ended runs, oldest first: the first to go when the store is full. */
+  readonly #ended = new Set<string>()
+  readonly #batches = new Map<string, Map<string, BatchRecord>>()
+  readonly #receipts = new Map<string, HeldReceipt>()
+  readonly #receiptsByRun = new Map<string, string[]>()
+  readonly #opts: Required<MemoryStoreOptions>
+  #timer: NodeJS.Timeout | null = null
+
+  constructor (opts: MemoryStoreOptions) {
+    this.#opts = { now: Date.now, sweepIntervalMs: Math.min(60_000, opts.runTtlMs), ...opts }
+    if (this.#opts.sweepIntervalMs > 0) {
+      this.#timer = setInterval(() => this.sweep(), this.#opts.sweepIntervalMs)
+      this.#timer.unref()
+    }
+  }
+
+  async createRun (run: RunRecord): Promise<boolean> {
+    this.#expire(run.runId)
+    if (this.#runs.has(run.runId)) return false
+    if (this.#runs.size >= this.#opts.maxRuns) this.#evictOne()
+    if (this.#runs.size >= this.#opts.maxRuns) return Promise.reject(new StoreFullError())
+    this.#runs.set(run.runId, run)
+    if (run.state === 'ended') this.#ended.add(run.runId)
+    return true
+  }
+
+  async getRun (runId: string): Promise<RunRecord | undefined> {
+    this.#expire(runId)
+    return this.#runs.get(runId)
+  }
+
+  async updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
+    this.#expire(runId)
+    const run = this.#runs.get(runId)
+    if (run === undefined) return { found: false }
+    const value = fn(run)
+    run.lastActiveAt = this.#opts.now()
+    this.#runs.delete(runId)
+    this.#runs.set(runId, run)
+    if (run.state === 'ended') this.#ended.add(runId)
+    return { found: true, value }
+  }
+
+  async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
+    const result = await this.updateRun(runId, (run) => {
+      run.state = 'ended'
+      run.terminationReason = 'ended'
+      run.repeat = { fingerprint: null, count: 0, advised: false }
+      run.batches = {}
+      run.lastActiveAt = at
+      return run
+    })
+    this.#batches.delete(runId)
+    return result.found ? result.value : undefined
+  }
+
+  async getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined> {
+    return this.#batches.get(runId)?.get(batchId)
+  }
+
+  async putBatch (runId: string, record: BatchRecord): Promise<void> {
+    if (!this.#runs.has(runId)) return
+    let batches = this.#batches.get(runId)
+    if (batches === undefined) this.#batches.set(runId, (batches = new Map()))
+    batches.set(record.batchId, record)
+  }
+
+  async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {
+    const existing = this.#receipts.get(receipt.operationId)
+    if (existing !== undefined) return existing.receipt
+    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: this.#runs.has(receipt.runId) ? null : this.#opts.now() })
+    let ids = this.#receiptsByRun.get(receipt.runId)
+    if (ids === undefined) this.#receiptsByRun.set(receipt.runId, (ids = []))
+    ids.push(receipt.operationId)
+    if (this.#receipts.size > this.#opts.maxReceipts) this.#evictReceipts()
+    return receipt
+  }
+
+  async getReceipt (operationId: string): Promise<StoredReceipt | undefined> {
+    const stored = this.#receipts.get(operationId)
+    if (stored === undefined) return undefined
+    if (this.#receiptExpired(stored)) {
+      this.#dropReceipt(operationId)
+      return undefined
+    }
+    return { receipt: stored.receipt, tenant: stored.tenant }
+  }
+
+  async listReceipts (runId: string): Promise<Receipt[]> {
+    const out: Receipt[] = []
+    for (const id of this.#receiptsByRun.get(runId) ?? []) {
+      const r = await this.getReceipt(id)
+      if (r !== undefined) out.push(r.receipt)
+    }
+    return out
+  }
+
+  async countRuns (): Promise<{ total: number, active: number, inFlight: number }> {
+    let active = 0
+    let inFlight = 0
+    for (const run of this.#runs.values()) {
+      if (run.state === 'active') active++
+      if (run.inFlight !== null) inFlight++
+    }
+    return { total: this.#runs.size, active, inFlight }
+  }
+
+  async ready (): Promise<boolean> { return true }
+
+  async close (): Promise<void> {
+    if (this.#timer !== null) clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  /** Drops expired runs (oldest first) and receipts past retention. */
+  sweep (): void {
+    const now = this.#opts.now()
+    for (const [runId, run] of this.#runs) {
+      if (run.lastActiveAt + this.#opts.runTtlMs > now) break
+      if (run.inFlight === null) this.#remove(runId)
+    }
+    for (const [id, stored] of this.#receipts) {
+      if (stored.orphanedAt === null) continue
+      if (this.#receiptExpired(stored)) this.#dropReceipt(id)
+    }
+  }
+
+  #expire (runId: string): void {
+    const run = this.#runs.get(runId)
+    if (run !== undefined && run.inFlight === null && run.lastActiveAt + this.#opts.runTtlMs <= this.#opts.now()) this.#remove(runId)
+  }
+
+  #evictOne (): void {
+    for (const runId of this.#ended) {
+      this.#remove(runId)
+      return
+    }
+    for (const [runId, run] of this.#runs) {
+      if (run.inFlight === null) {
+        this.#remove(runId)
+        return
+      }
+    }
+  }
+
+  #remove (runId: string): void {
+    this.#runs.delete(runId)
+    this.#ended.delete(runId)
+    this.#batches.delete(runId)
+    const now = this.#opts.now()
+    for (const id of this.#receiptsByRun.get(runId) ?? []) {
+      const stored = this.#receipts.get(id)
+      if (stored !== undefined && stored.orphanedAt === null) stored.orphanedAt = now
+    }
+  }
+
+  #receiptExpired (stored: HeldReceipt): boolean {
+    return stored.orphanedAt !== null && stored.orphanedAt + this.#opts.receiptRetentionMs <= this.#opts.now()
+  }
+
+  #dropReceipt (operationId: string): void {
+    const stored = this.#receipts.get(operationId)
+    if (stored === undefined) return
+    this.#receipts.delete(operationId)
+    const ids = this.#receiptsByRun.get(stored.receipt.runId)
+    if (ids === undefined) return
+    const i = ids.indexOf(operationId)
+    if (i >= 0) ids.splice(i, 1)
+    if (ids.length === 0) this.#receiptsByRun.delete(stored.receipt.runId)
+  }
+
+  /** Over the bound: receipts of runs that are gone go first, oldest first; then the oldest of all. */
+  #evictReceipts (): void {
+    for (const [id, stored] of this.#receipts) {
+      if (this.#receipts.size <= this.#opts.maxReceipts) return
+      if (stored.orphanedAt !== null) this.#dropReceipt(id)
+    }
+    for (const id of this.#receipts.keys()) {
+      if (this.#receipts.size <= this.#opts.maxReceipts) return
+      this.#dropReceipt(id)
+    }
+  }
+}
+
+/** Every run held has a batch in flight: nothing can be evicted for a new one. */
+export class StoreFullError extends Error {
+  constructor () {
+    super('The run store is full and every run in it has a batch in flight')
+    this.name = 'StoreFullError'
+  }
+}

@@ -1,0 +1,55 @@
+import type { Receipt } from '../receipts/types.js'
+import type { RunRecord } from '../runs/types.js'
+
+/** The stored answer of a finished batch, replayed on resubmission. */
+export interface BatchRecord {
+  batchId: string
+  requestHash: string
+  /** The response body exactly as first answered. */
+  response: unknown
+  completedAt: number
+}
+
+export interface StoredReceipt { receipt: Receipt, tenant: string }
+
+export type UpdateResult<T> = { found: false } | { found: true, value: T }
+
+/**
+ * Where run state, batch records and receipts live. Every method is
+ * asynchronous so that a shared store (Redis) can implement it; `updateRun`
+ * is atomic per run.
+ */
+export interface Store {
+  /** Stores a new run; false when the id exists already. May evict per the store's bounds. */
+  createRun (run: RunRecord): Promise<boolean>
+  /** The run, or undefined once it is gone or expired. Treat the result as read-only. */
+  getRun (runId: string): Promise<RunRecord | undefined>
+  /**
+   * Runs `fn` on the current record atomically: no other update of the same
+   * run interleaves. `fn` is synchronous, mutates the record in place and must
+   * decide before it mutates (a throw leaves the record unchanged). Marks the
+   * run used now (its idle timer restarts).
+   */
+  updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>>
+  /**
+   * Ends the run (state `ended`) and frees its state: repeat streak and batch
+   * records. The small record stays, answering `ended`, until it expires or is
+   * evicted; its receipts stay for the retention time. Undefined when absent.
+   */
+  endRun (runId: string, at: number): Promise<RunRecord | undefined>
+
+  getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined>
+  putBatch (runId: string, record: BatchRecord): Promise<void>
+
+  /** Stores a receipt unless one with the same operationId exists; answers the stored one. */
+  putReceipt (receipt: Receipt, tenant: string): Promise<Receipt>
+  /** A receipt with the tenant of its run, which alone may read it. */
+  getReceipt (operationId: string): Promise<StoredReceipt | undefined>
+  listReceipts (runId: string): Promise<Receipt[]>
+
+  /** Every run currently held, for the aggregate summary and gauges. */
+  countRuns (): Promise<{ total: number, active: number, inFlight: number }>
+  /** True when the store can take work (a shared store is reachable). */
+  ready (): Promise<boolean>
+  close (): Promise<void>
+}

@@ -1,0 +1,89 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { Store } from '../store/types.js'
+import type { BatchObserver } from './types.js'
+
+/** Label used for calls whose tool name resolved to nothing, so model typos cannot grow the label set. */
+export const UNKNOWN_TOOL_LABEL = '(unknown)'
+
+/**
+ * The service's Prometheus metrics, one Registry per app instance. Labels
+ * are small fixed sets (tool, status, outcome, reason), never run or call ids.
+ */
+export class Metrics {
+  readonly registry = new Registry()
+  readonly batches: Counter<'outcome'>
+  readonly batchDuration: Histogram
+  readonly calls: Counter<'tool' | 'status'>
+  readonly callDuration: Histogram<'tool'>
+  readonly epochs: Counter
+  readonly epochWidth: Histogram
+  readonly repeatAdvisories: Counter<'tool'>
+  readonly repeatTerminations: Counter<'tool'>
+  readonly projectionFailures: Counter<'tool'>
+  readonly uncertainWrites: Counter<'tool'>
+  readonly blockedCalls: Counter<'tool'>
+  readonly runTerminations: Counter<'reason'>
+  readonly inFlightCalls: Gauge
+  readonly inFlightBatches: Gauge
+
+  constructor (store: Store) {
+    const registers = [this.registry]
+    collectDefaultMetrics({ register: this.registry })
+    this.batches = new Counter({ name: 'toolgate_batches_total', help: 'Batches answered, by outcome (completed, terminated, cancelled, closed).', labelNames: ['outcome'], registers })
+    this.batchDuration = new Histogram({ name: 'toolgate_batch_duration_seconds', help: 'Wall time of a batch, from lease to answer.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers })
+    this.calls = new Counter({ name: 'toolgate_tool_calls_total', help: 'Tool calls answered, by tool and status.', labelNames: ['tool', 'status'], registers })
+    this.callDuration = new Histogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time from dispatch to settlement of calls that ran.', labelNames: ['tool'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers })
+    this.epochs = new Counter({ name: 'toolgate_epochs_total', help: 'Epochs started.', registers })
+    this.epochWidth = new Histogram({ name: 'toolgate_epoch_width_calls', help: 'Calls per epoch.', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers })
+    this.repeatAdvisories = new Counter({ name: 'toolgate_repeat_advisories_total', help: 'Exact-repeat advisories (the call still ran).', labelNames: ['tool'], registers })
+    this.repeatTerminations = new Counter({ name: 'toolgate_repeat_terminations_total', help: 'Runs terminated by exact-repeat protection.', labelNames: ['tool'], registers })
+    this.projectionFailures = new Counter({ name: 'toolgate_projection_failures_total', help: 'Action receipt projections that failed and closed their batch.', labelNames: ['tool'], registers })
+    this.uncertainWrites = new Counter({ name: 'toolgate_uncertain_writes_total', help: 'Writes whose outcome is unknown.', labelNames: ['tool'], registers })
+    this.blockedCalls = new Counter({ name: 'toolgate_blocked_calls_total', help: 'Writes not dispatched because of an earlier uncertain write.', labelNames: ['tool'], registers })
+    this.runTerminations = new Counter({ name: 'toolgate_run_terminations_total', help: 'Runs terminated, by reason.', labelNames: ['reason'], registers })
+    this.inFlightCalls = new Gauge({ name: 'toolgate_in_flight_calls', help: 'Calls dispatched and not yet settled.', registers })
+    this.inFlightBatches = new Gauge({ name: 'toolgate_in_flight_batches', help: 'Batches running in this process.', registers })
+    new Gauge({
+      name: 'toolgate_active_runs',
+      help: 'Runs in the active state held by the store.',
+      registers,
+      async collect () {
+        this.set((await store.countRuns()).active)
+      }
+    })
+  }
+
+  /** The metrics side of one batch. */
+  observer (): BatchObserver {
+    const label = (c: { tool: string, known: boolean }): string => (c.known ? c.tool : UNKNOWN_TOOL_LABEL)
+    this.inFlightBatches.inc()
+    return {
+      epochStarted: (_e, size) => {
+        this.epochs.inc()
+        this.epochWidth.observe(size)
+      },
+      callStarted: () => this.inFlightCalls.inc(),
+      callSettled: (c) => {
+        const tool = label(c)
+        this.calls.inc({ tool, status: c.status })
+        if (c.durationMs !== null) {
+          this.inFlightCalls.dec()
+          this.callDuration.observe({ tool }, c.durationMs / 1000)
+        }
+        if (c.uncertain) this.uncertainWrites.inc({ tool })
+        if (c.status === 'blocked') this.blockedCalls.inc({ tool })
+      },
+      repeatDetected: (c, action) => {
+        if (action === 'advisory') this.repeatAdvisories.inc({ tool: label(c) })
+        else this.repeatTerminations.inc({ tool: label(c) })
+      },
+      projectionFailed: (c) => this.projectionFailures.inc({ tool: label(c) }),
+      runTerminated: (reason) => this.runTerminations.inc({ reason }),
+      batchCompleted: (outcome, durationMs) => {
+        this.inFlightBatches.dec()
+        this.batches.inc({ outcome })
+        this.batchDuration.observe(durationMs / 1000)
+      }
+    }
+  }
+}

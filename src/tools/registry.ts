@@ -1,0 +1,200 @@
+import Ajv2020Module from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
+import { compileConflictKey } from '../prepare/conflict-key.js'
+import { parsePointer } from '../prepare/json-pointer.js'
+import { compileProjection } from '../receipts/projection.js'
+import type { Tool, ToolDefinition, ToolLookup } from './types.js'
+
+// Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export.
+const Ajv2020 = Ajv2020Module.default
+const addFormats = addFormatsModule.default
+
+export const DEFAULT_EXECUTOR_TIMEOUT_MS = 30_000
+export const DEFAULT_MAX_MODEL_RECEIPT_CHARS = 4096
+
+/** A definition that cannot be registered; `problems` names each thing wrong. */
+export class InvalidToolError extends Error {
+  readonly problems: string[]
+  constructor (problems: string[]) {
+    super(problems.join('; '))
+    this.name = 'InvalidToolError'
+    this.problems = problems
+  }
+}
+
+const checkDefinition = TypeCompiler.Compile(ToolDefinitionSchema)
+
+export interface RegistryOptions {
+  /** Origins executor URLs must belong to; null for any http(s) origin. */
+  allowedOrigins: readonly string[] | null
+}
+
+/**
+ * The tools a process knows, by name and alias. Definitions are compiled once
+ * here (schema, conflict key, projection) so the batch path only looks up.
+ */
+export class ToolRegistry implements ToolLookup {
+  readonly #tools = new Map<string, Tool>()
+  readonly #byAlias = new Map<string, Tool>()
+  readonly #opts: RegistryOptions
+
+  constructor (opts: RegistryOptions) {
+    this.#opts = opts
+  }
+
+  /** Compiles a definition, or throws InvalidToolError listing every problem. */
+  compile (input: unknown): Tool {
+    if (!checkDefinition.Check(input)) {
+      const problems = [...checkDefinition.Errors(input)].slice(0, 10).map((e) => `${e.path === '' ? '(definition)' : e.path}: ${e.message}`)
+      throw new InvalidToolError(problems)
+    }
+    const def = input as ToolDefinition
+    const problems: string[] = []
+
+    let url: URL | undefined
+    try { url = new URL(def.executor.url) } catch { problems.push('/executor/url: not a valid URL') }
+    if (url !== undefined) {
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push('/executor/url: must be http or https')
+      else if (url.username !== '' || url.password !== '') problems.push('/executor/url: must not carry credentials')
+      else if (this.#opts.allowedOrigins !== null && !this.#opts.allowedOrigins.includes(url.origin)) {
+        problems.push(`/executor/url: origin ${url.origin} is not in TOOLGATE_EXECUTOR_ALLOWED_ORIGINS`)
+      }
+    }
+
+    let validate: Tool['validate'] | undefined
+    try {
+      const ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true })
+      addFormats(ajv)
+      validate = ajv.compile(def.inputSchema)
+    } catch (err) {
+      problems.push(`/inputSchema: ${(err as Error).message}`)
+    }
+
+    let conflictKey: Tool['conflictKey'] = null
+    if (def.conflictKey !== undefined) {
+      try { conflictKey = compileConflictKey(def.conflictKey) } catch (err) { problems.push(`/conflictKey: ${(err as Error).message}`) }
+    }
+
+    for (const [i, rule] of (def.rewrite ?? []).entries()) {
+      try { parsePointer(rule.path) } catch (err) { problems.push(`/rewrite/${i}/path: ${(err as Error).message}`) }
+      if (rule.path === '') problems.push(`/rewrite/${i}/path: must point inside the arguments`)
+      if (rule.op === 'clamp' && rule.min !== undefined && rule.max !== undefined && rule.min > rule.max) {
+        problems.push(`/rewrite/${i}: min must not exceed max`)
+      }
+    }
+
+    for (const alias of def.aliases ?? []) {
+      if (alias === def.name) problems.push(`/aliases: ${alias} is the tool's own name`)
+      const owner = this.#tools.get(alias) ?? this.#byAlias.get(alias)
+      if (owner !== undefined && owner.name !== def.name) problems.push(`/aliases: ${alias} already names tool ${owner.name}`)
+    }
+    const aliasOwner = this.#byAlias.get(def.name)
+    if (aliasOwner !== undefined && aliasOwner.name !== def.name) problems.push(`/name: ${def.name} is an alias of tool ${aliasOwner.name}`)
+
+    let action: Tool['action'] = null
+    if (def.action !== undefined) {
+      if (def.readOnly === true) problems.push('/action: an action tool changes state and cannot be readOnly')
+      let projection = null
+      if (def.action.projection !== undefined) {
+        try { projection = compileProjection(def.action.projection) } catch (err) { problems.push(`/action/projection: ${(err as Error).message}`) }
+      }
+      action = { projection, maxModelReceiptChars: def.action.maxModelReceiptChars ?? DEFAULT_MAX_MODEL_RECEIPT_CHARS }
+    }
+
+    if (problems.length > 0 || validate === undefined) throw new InvalidToolError(problems)
+
+    const definition: Tool['definition'] = {
+      name: def.name,
+      description: def.description ?? '',
+      inputSchema: def.inputSchema,
+      executor: { url: def.executor.url, timeoutMs: def.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS },
+      readOnly: def.readOnly ?? false,
+      execution: def.execution ?? 'auto',
+      trackExactRepeats: def.trackExactRepeats ?? true,
+      aliases: def.aliases ?? [],
+      argumentAliases: def.argumentAliases ?? {},
+      rewrite: def.rewrite ?? [],
+      requiredScopes: def.requiredScopes ?? []
+    }
+    if (def.conflictKey !== undefined) definition.conflictKey = def.conflictKey
+    if (def.action !== undefined) definition.action = { ...def.action, maxModelReceiptChars: action!.maxModelReceiptChars }
+
+    return Object.freeze({
+      name: definition.name,
+      description: definition.description,
+      inputSchema: definition.inputSchema,
+      executor: Object.freeze({ url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS }),
+      readOnly: definition.readOnly,
+      execution: definition.execution,
+      conflictKey,
+      trackExactRepeats: definition.trackExactRepeats,
+      aliases: definition.aliases,
+      argumentAliases: definition.argumentAliases,
+      rewrite: definition.rewrite,
+      requiredScopes: definition.requiredScopes,
+      action,
+      validate,
+      definition
+    })
+  }
+
+  /** Registers or replaces a tool; answers whether it was new. */
+  put (input: unknown): { tool: Tool, created: boolean } {
+    const tool = this.compile(input)
+    const previous = this.#tools.get(tool.name)
+    if (previous !== undefined) for (const alias of previous.aliases) this.#byAlias.delete(alias)
+    this.#tools.set(tool.name, tool)
+    for (const alias of tool.aliases) this.#byAlias.set(alias, tool)
+    return { tool, created: previous === undefined }
+  }
+
+  /**
+   * Registers a whole set at once (the tools file): every definition is
+   * checked first, and nothing is registered unless all of them are valid.
+   */
+  putAll (inputs: readonly unknown[]): void {
+    const problems: string[] = []
+    const staging = new ToolRegistry(this.#opts)
+    const names = new Set<string>()
+    for (const [i, input] of inputs.entries()) {
+      const name = (input as { name?: unknown })?.name
+      const label = typeof name === 'string' ? `tools[${i}] (${name})` : `tools[${i}]`
+      if (typeof name === 'string' && names.has(name)) problems.push(`${label}: duplicate name`)
+      try {
+        staging.put(input)
+        if (typeof name === 'string') names.add(name)
+      } catch (err) {
+        if (err instanceof InvalidToolError) for (const p of err.problems) problems.push(`${label} ${p}`)
+        else throw err
+      }
+    }
+    if (problems.length > 0) throw new InvalidToolError(problems)
+    for (const tool of staging.list()) this.put(tool.definition)
+  }
+
+  delete (name: string): boolean {
+    const tool = this.#tools.get(name)
+    if (tool === undefined) return false
+    this.#tools.delete(name)
+    for (const alias of tool.aliases) this.#byAlias.delete(alias)
+    return true
+  }
+
+  get (name: string): Tool | undefined {
+    return this.#tools.get(name)
+  }
+
+  resolve (nameOrAlias: string): Tool | undefined {
+    return this.#tools.get(nameOrAlias) ?? this.#byAlias.get(nameOrAlias)
+  }
+
+  list (): Tool[] {
+    return [...this.#tools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  get size (): number {
+    return this.#tools.size
+  }
+}
