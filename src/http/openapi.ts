@@ -28,3 +28,9 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) }
   })
 }
+
+/** The OpenAPI document of an app, as YAML; openapi.yaml is this text. */
+export async function renderOpenApi (app: FastifyInstance): Promise<string> {
+  await app.ready()
+  return app.swagger({ yaml: true })
+}

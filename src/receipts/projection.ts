@@ -16,7 +16,7 @@ export interface ProjectionOptions {
 }
 
 /** Default time box of one projection evaluation, in milliseconds. */
-export const DEFAULT_PROJECTION_TIMEOUT_MS = 100
+export const DEFAULT_PROJECTION_TIMEOUT_MS = 1000
 /** Default evaluation depth limit of a projection. */
 export const DEFAULT_PROJECTION_MAX_DEPTH = 200
 
