@@ -11,7 +11,6 @@ export const ERRORS = {
   run_not_found: { status: 404, title: 'No such run (or receipt of a run) for this tenant' },
   tool_not_found: { status: 404, title: 'No such tool' },
   not_found: { status: 404, title: 'No such route' },
-  method_not_allowed: { status: 405, title: 'The route does not take this method' },
   run_exists: { status: 409, title: 'A run with this id exists already' },
   run_busy: { status: 409, title: 'A batch of this run is in flight' },
   run_not_active: { status: 409, title: 'The run is not active' },

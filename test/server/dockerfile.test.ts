@@ -1,0 +1,70 @@
+/**
+ * No Docker engine runs here, so this test runs what the image runs: the
+ * Dockerfile's CMD from the compiled tree (npm test builds dist/ first), then
+ * its HEALTHCHECK command, then a SIGTERM as `docker stop` sends it.
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { createServer } from 'node:net'
+import t from 'tap'
+
+const root = new URL('../../', import.meta.url).pathname
+
+function instruction (dockerfile: string, name: string): string[] {
+  const joined = dockerfile.replace(/\\\n\s*/g, ' ')
+  return joined.split('\n').filter((l) => l.startsWith(name + ' ')).map((l) => l.slice(name.length + 1).trim())
+}
+
+function execForm (text: string): string[] {
+  const json = text.slice(text.indexOf('['))
+  return JSON.parse(json) as string[]
+}
+
+async function freePort (): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+t.test('the Dockerfile is multi-stage, installs production dependencies only and runs as a non-root user', async (t) => {
+  const dockerfile = await readFile(root + 'Dockerfile', 'utf8')
+  t.ok(instruction(dockerfile, 'FROM').length >= 2, 'a build stage and a runtime stage')
+  t.ok(instruction(dockerfile, 'RUN').some((r) => r.includes('npm ci --omit=dev')), 'the runtime installs production dependencies only')
+  const user = instruction(dockerfile, 'USER')
+  t.ok(user.length > 0 && !['root', '0'].includes(user.at(-1)!), 'runs as a non-root user')
+  t.ok(instruction(dockerfile, 'HEALTHCHECK')[0]?.includes('/healthz'), 'HEALTHCHECK probes /healthz')
+  t.same(instruction(dockerfile, 'STOPSIGNAL'), ['SIGTERM'])
+})
+
+t.test("the image's CMD starts the service, its HEALTHCHECK passes, and SIGTERM stops it with exit 0", { skip: existsSync(root + 'dist/src/server.js') ? false : 'dist/ is not built: run `npm run build` (npm test does)' }, async (t) => {
+  const dockerfile = await readFile(root + 'Dockerfile', 'utf8')
+  const [cmd, ...args] = execForm(instruction(dockerfile, 'CMD').at(-1)!)
+  const healthcheck = execForm(instruction(dockerfile, 'HEALTHCHECK')[0]!)
+  const port = await freePort()
+  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
+  delete env.TOOLGATE_TOOLS_FILE
+  const child = spawn(cmd!, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (d) => { output += String(d) })
+  child.stderr.on('data', (d) => { output += String(d) })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+
+  let healthy = false
+  for (let i = 0; i < 100 && !healthy; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const probe = spawnSync(healthcheck[0]!, healthcheck.slice(1), { env, timeout: 3000 })
+    healthy = probe.status === 0
+  }
+  t.ok(healthy, `HEALTHCHECK passes once the service is up${healthy ? '' : `; output: ${output}`}`)
+
+  const tools = await fetch(`http://127.0.0.1:${port}/v1/tools`).then((r) => r.json()) as { tools: Array<{ name: string }> }
+  t.ok(tools.tools.length > 0, 'the bundled example tools are served')
+
+  child.kill('SIGTERM')
+  t.equal(await exited, 0, 'SIGTERM drains and exits 0')
+})
