@@ -8,7 +8,7 @@ import { authorizeLocally } from './authorize.js'
 import { coerceScalars, parseArguments, renameArgumentAliases, resolveTool } from './compat.js'
 import { resolveConflictKey } from './conflict-key.js'
 import { applyRewrites, RewriteError } from './rewrite.js'
-import type { AuthorizationContext, PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from './types.js'
+import type { AuthorizationContext, PreparationContext, PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from './types.js'
 import { describeErrors, validateArguments } from './validate.js'
 
 /** A call that passed every stage up to the external authorizer. */
@@ -23,10 +23,13 @@ function rejected (call: RawCall, index: number, tool: Tool | null, reason: Reje
 }
 
 /** Every stage but the external authorizer and the conflict key. */
-function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: AuthorizationContext): RejectedCall | LocallyAuthorized {
+function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): RejectedCall | LocallyAuthorized {
   const resolved = resolveTool(call.name, lookup)
   if (!resolved.ok) return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
   const tool = resolved.value
+  if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments) > ctx.maxArgumentBytes) {
+    return rejected(call, index, tool, 'invalid_arguments', `the arguments are larger than ${ctx.maxArgumentBytes} bytes`, null)
+  }
 
   const parsed = parseArguments(call.arguments)
   if (!parsed.ok) return rejected(call, index, tool, parsed.reason, parsed.message, call.arguments)
@@ -55,6 +58,13 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
   const auth = authorizeLocally(tool, ctx)
   if (!auth.ok) return rejected(call, index, tool, auth.reason, auth.message, args)
   return { ok: true, index, id: call.id, requestedName: call.name, tool, arguments: args }
+}
+
+/** Bytes of the arguments as JSON; a string is measured as sent. */
+function argumentBytes (raw: unknown): number {
+  if (raw === undefined || raw === null) return 0
+  if (typeof raw === 'string') return Buffer.byteLength(raw)
+  return Buffer.byteLength(JSON.stringify(raw) ?? '')
 }
 
 function withConflictKey (call: RawCall, local: LocallyAuthorized): PreparationOutcome {
@@ -93,7 +103,7 @@ async function authorizeExternally (
  * rewrites and validation again, allow-list and scopes, conflict key.
  * `index` is the call's position in its batch.
  */
-export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, ctx: AuthorizationContext): PreparationOutcome {
+export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): PreparationOutcome {
   const local = prepareLocally(call, index, lookup, ctx)
   return local.ok ? withConflictKey(call, local) : local
 }
@@ -104,7 +114,7 @@ export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, c
  * awaited concurrently; a decision that rejects denies the call.
  */
 export async function prepareBatch (
-  calls: readonly RawCall[], lookup: ToolLookup, ctx: AuthorizationContext, authorizer?: ExternalAuthorizer
+  calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer?: ExternalAuthorizer
 ): Promise<PreparationOutcome[]> {
   if (authorizer === undefined) return calls.map((call, index) => prepareCall(call, index, lookup, ctx))
   const locals = calls.map((call, index) => prepareLocally(call, index, lookup, ctx))

@@ -26,6 +26,12 @@ export interface AuthorizationContext {
   scopes: ReadonlySet<string>
 }
 
+/** What the whole pipeline knows: the authorization context and the size limit of arguments. */
+export interface PreparationContext extends AuthorizationContext {
+  /** Largest arguments of one call, in bytes of JSON; larger ones are `invalid_arguments`. */
+  maxArgumentBytes?: number
+}
+
 /** A stage either passes the call on or refuses it. */
 export type StageResult<T> =
   | { ok: true, value: T }

@@ -167,3 +167,17 @@ t.test('an empty batch prepares to nothing', async (t) => {
   t.strictSame(await prepareBatch([], lookup, ctx), [])
   t.strictSame(await prepareBatch([], lookup, ctx, async () => ({ ok: true, value: undefined })), [])
 })
+
+t.test('arguments larger than maxArgumentBytes are rejected as invalid_arguments, as a string or as an object', async (t) => {
+  const big = 'x'.repeat(300)
+  const lookup = makeLookup([makeTool({ name: 'echo', inputSchema: { type: 'object' }, executor: { url: 'http://127.0.0.1:1/echo' } })])
+  const ctx = { ...makeContext(), maxArgumentBytes: 256 }
+  const [asString, asObject, small] = await prepareBatch([
+    { id: 'a', name: 'echo', arguments: JSON.stringify({ big }) },
+    { id: 'b', name: 'echo', arguments: { big } },
+    { id: 'c', name: 'echo', arguments: { big: 'x' } }
+  ], lookup, ctx)
+  t.match(asString, { ok: false, reason: 'invalid_arguments' })
+  t.match(asObject, { ok: false, reason: 'invalid_arguments' })
+  t.match(small, { ok: true })
+})
