@@ -5,7 +5,7 @@ import { ProblemError } from '../errors.js'
 import { EventRecorder, round } from '../events/recorder.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
-import type { AuthorizationContext, PreparedCall, RawCall } from '../prepare/types.js'
+import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
 import { operationId } from '../receipts/operation-id.js'
 import { canonicalJson, fingerprint } from '../repeat/fingerprint.js'
 import { policyMessage } from '../repeat/tracker.js'
@@ -108,7 +108,7 @@ export class BatchEngine {
         return { response: record.response as BatchResponse, replayed: true }
       }
       case 'started':
-        return { response: await this.#run(req, begin.run, begin.turn), replayed: false }
+        return { response: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
     }
   }
 
@@ -141,7 +141,7 @@ export class BatchEngine {
     return { kind: 'started', run, turn: run.counters.turns }
   }
 
-  async #run (req: BatchRequest, run: RunRecord, turn: number): Promise<BatchResponse> {
+  async #run (req: BatchRequest, run: RunRecord, turn: number, requestHash: string): Promise<BatchResponse> {
     const { store, telemetry } = this.#deps
     const t0 = performance.now()
     const options = run.options
@@ -160,11 +160,12 @@ export class BatchEngine {
 
     try {
       const preparedAt = new Date().toISOString()
-      const ctx: AuthorizationContext = {
+      const ctx: PreparationContext = {
         runId: req.runId,
         tenant: req.tenant,
         allowedTools: options.tools === null ? null : new Set(options.tools),
-        scopes: req.scopes
+        scopes: req.scopes,
+        maxArgumentBytes: this.#deps.maxArgumentBytes
       }
       const outcomes = await prepareBatch(req.calls, this.#deps.tools, ctx, this.#deps.authorizer)
       const fingerprints = outcomes.map((o) => fingerprint(o.tool?.name ?? o.requestedName, o.arguments ?? null))
@@ -213,7 +214,7 @@ export class BatchEngine {
       if (admission?.termination != null) observer.runTerminated?.(admission.termination.reason)
 
       const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, results, stats, observer, controller.signal)
-      return await this.#finish(req, turn, t0, results, policyMessages, recorder, observer, stats, closed, controller.signal)
+      return await this.#finish(req, turn, requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller.signal)
     } catch (err) {
       // A bug must not leave the run leased forever.
       await store.updateRun(req.runId, (r) => {
@@ -318,7 +319,7 @@ export class BatchEngine {
   }
 
   /** Records the batch, releases the lease and builds the response. */
-  async #finish (req: BatchRequest, turn: number, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
+  async #finish (req: BatchRequest, turn: number, requestHash: string, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
     recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: AbortSignal): Promise<BatchResponse> {
     const { store } = this.#deps
     const reason = signal.aborted ? String(signal.reason) : null
@@ -355,7 +356,7 @@ export class BatchEngine {
       continue: state.state === 'active' && !closed,
       run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
     }
-    await store.putBatch(req.runId, { batchId: req.batchId, requestHash: hashCalls(req.calls), response, completedAt: Date.now() })
+    await store.putBatch(req.runId, { batchId: req.batchId, requestHash, response, completedAt: Date.now() })
     await store.updateRun(req.runId, (r) => {
       if (r.inFlight?.batchId === req.batchId) r.inFlight = null
     })
