@@ -1,27 +1,48 @@
 import { pino, type Logger } from 'pino'
 
 /**
- * Paths pino redacts wherever they appear. Arguments, executor bodies and
- * credentials are never logged in the first place; this is the second lock.
+ * Paths pino redacts wherever they appear. Arguments, executor bodies,
+ * receipts and credentials are never logged in the first place; this is the
+ * second lock. Conflict keys and fingerprints are derived from arguments.
  */
 export const REDACT_PATHS = [
   'req.headers.authorization',
+  'req.headers.cookie',
   'headers.authorization',
+  'headers.cookie',
+  '*.headers.authorization',
   'authorization',
   '*.authorization',
+  'apiKey',
+  '*.apiKey',
   'arguments',
   '*.arguments',
+  '*.*.arguments',
   'body',
   '*.body',
+  'bodyText',
+  '*.bodyText',
+  'content',
+  '*.content',
   'intent',
-  '*.intent'
+  '*.intent',
+  'receipt',
+  '*.receipt',
+  'conflictKey',
+  '*.conflictKey',
+  'fingerprint',
+  '*.fingerprint'
 ]
 
+/** The censor written in place of a redacted value. */
+export const REDACTED = '[redacted]'
+
+/** JSON lines on stdout (or `destination`), ISO times, `service: toolgate` on every line. */
 export function createLogger (level: string, destination?: pino.DestinationStream): Logger {
   return pino({
     level,
     base: { service: 'toolgate' },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' }
+    redact: { paths: REDACT_PATHS, censor: REDACTED }
   }, destination)
 }

@@ -52,6 +52,9 @@ export interface BatchRequest {
   onEvent?: (event: BatchEvent) => void
   /** Aborted when the client of a streaming request goes away. */
   signal?: AbortSignal
+  /** The caller's W3C trace context, continued by the batch's spans. */
+  traceparent?: string
+  tracestate?: string
 }
 
 type Begin =
@@ -154,7 +157,14 @@ export class BatchEngine {
 
     const recorder = new EventRecorder(options.events, req.onEvent)
     const observer = combineObservers([recorder, telemetry.observeBatch({
-      runId: req.runId, batchId: req.batchId, tenant: req.tenant, turn, calls: req.calls.length, mode: options.toolExecution
+      runId: req.runId,
+      batchId: req.batchId,
+      tenant: req.tenant,
+      turn,
+      calls: req.calls.length,
+      mode: options.toolExecution,
+      ...(req.traceparent === undefined ? {} : { traceparent: req.traceparent }),
+      ...(req.tracestate === undefined ? {} : { tracestate: req.tracestate })
     })])
     recorder.emit({ type: 'batch.started', size: req.calls.length })
 
@@ -209,13 +219,14 @@ export class BatchEngine {
           if (o.ok) dispatchable.push(o)
           else results[i] = rejectedResult(o)
         }
-        if (results[i] !== undefined) observer.callSettled?.({ ...info, status: results[i].status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false })
+        if (results[i] !== undefined) observer.callSettled?.({ ...info, status: results[i].status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, ...reasonOf(results[i]) })
       }
       if (admission?.termination != null) observer.runTerminated?.(admission.termination.reason)
 
       const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, results, stats, observer, controller.signal)
       return await this.#finish(req, turn, requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller.signal)
     } catch (err) {
+      observer.batchCompleted?.('error', performance.now() - t0)
       // A bug must not leave the run leased forever.
       await store.updateRun(req.runId, (r) => {
         if (r.inFlight?.batchId === req.batchId) r.inFlight = null
@@ -284,7 +295,8 @@ export class BatchEngine {
         result = cancelledResult(call, closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
       }
       results[c.index] = result
-      observer.callSettled?.({ ...info(c, s.epoch), status: result.status, durationMs, uncertain: result.status === 'uncertain', readOnly: call.tool.readOnly })
+      const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
+      observer.callSettled?.({ ...info(c, s.epoch), status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, ...reasonOf(result) })
     }
 
     const runner = new EpochRunner<ActionOutcome>({
@@ -362,6 +374,13 @@ export class BatchEngine {
     })
     return response
   }
+}
+
+/** Why a call did not succeed, for spans and logs: a reason code, a cause or an HTTP status. */
+function reasonOf (result: CallResult): { reason?: string } {
+  const d = result.details
+  const reason = d.reason ?? d.cause ?? (d.httpStatus !== undefined && d.httpStatus >= 300 ? String(d.httpStatus) : undefined)
+  return reason === undefined ? {} : { reason }
 }
 
 /** Identifies a batch's calls, so a reused batch id with other calls is caught. */

@@ -2,7 +2,8 @@ import type { Logger } from 'pino'
 import type { Store } from '../store/types.js'
 import { Metrics } from './metrics.js'
 import { SummaryAggregator } from './summary.js'
-import { type BatchInfo, type BatchObserver, type Telemetry, combineObservers } from './types.js'
+import { tracingObserver } from './tracing.js'
+import { type BatchInfo, type BatchObserver, OBSERVER_HOOKS, type Telemetry, combineObservers } from './types.js'
 
 /** Telemetry of one app instance: metrics, logs, traces and the summaries. */
 export interface TelemetryHandle extends Telemetry {
@@ -20,13 +21,14 @@ export interface TelemetryOptions {
 export function createTelemetry (opts: TelemetryOptions): TelemetryHandle {
   const metrics = new Metrics(opts.store)
   const summary = new SummaryAggregator()
+  const failed = new Set<string>()
   return {
     metrics,
     summary,
     observeBatch (info: BatchInfo): BatchObserver {
-      const observers = [metrics.observer(), batchLogger(opts.logger, info)]
+      const observers = [metrics.observer(), batchLogger(opts.logger, info), tracingObserver(info)]
       if (opts.extra !== undefined) observers.push(opts.extra.observeBatch(info))
-      return combineObservers(observers)
+      return combineObservers(observers.map((o) => guarded(o, opts.logger, failed)))
     }
   }
 }
@@ -43,4 +45,28 @@ function batchLogger (logger: Logger, info: BatchInfo): BatchObserver {
     },
     batchCompleted: (outcome, durationMs) => log.info({ turn: info.turn, calls: info.calls, outcome, durationMs: Math.round(durationMs * 1000) / 1000 }, 'batch completed')
   }
+}
+
+/**
+ * Telemetry must never change what a batch does: a hook that throws is
+ * logged (once per hook and process) and otherwise ignored.
+ */
+function guarded (observer: BatchObserver, logger: Logger, failed: Set<string>): BatchObserver {
+  const out: Record<string, unknown> = {}
+  for (const name of OBSERVER_HOOKS) {
+    const hook = observer[name] as ((...args: unknown[]) => unknown) | undefined
+    if (typeof hook !== 'function') continue
+    out[name] = (...args: unknown[]): unknown => {
+      try {
+        return hook.apply(observer, args)
+      } catch (err) {
+        if (!failed.has(name)) {
+          failed.add(name)
+          logger.error({ hook: name, err: { message: (err as Error)?.message, stack: (err as Error)?.stack } }, 'a telemetry hook failed')
+        }
+        return undefined
+      }
+    }
+  }
+  return out as BatchObserver
 }

@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { Store } from '../store/types.js'
-import type { BatchObserver } from './types.js'
+import type { BatchObserver, BatchOutcome } from './types.js'
+
+const BATCH_OUTCOMES: readonly BatchOutcome[] = ['completed', 'terminated', 'cancelled', 'closed', 'error']
 
 /** Label used for calls whose tool name resolved to nothing, so model typos cannot grow the label set. */
 export const UNKNOWN_TOOL_LABEL = '(unknown)'
@@ -29,7 +31,7 @@ export class Metrics {
   constructor (store: Store) {
     const registers = [this.registry]
     collectDefaultMetrics({ register: this.registry })
-    this.batches = new Counter({ name: 'toolgate_batches_total', help: 'Batches answered, by outcome (completed, terminated, cancelled, closed).', labelNames: ['outcome'], registers })
+    this.batches = new Counter({ name: 'toolgate_batches_total', help: 'Batches answered, by outcome (completed, terminated, cancelled, closed, error).', labelNames: ['outcome'], registers })
     this.batchDuration = new Histogram({ name: 'toolgate_batch_duration_seconds', help: 'Wall time of a batch, from lease to answer.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers })
     this.calls = new Counter({ name: 'toolgate_tool_calls_total', help: 'Tool calls answered, by tool and status.', labelNames: ['tool', 'status'], registers })
     this.callDuration = new Histogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time from dispatch to settlement of calls that ran.', labelNames: ['tool'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers })
@@ -48,9 +50,14 @@ export class Metrics {
       help: 'Runs in the active state held by the store.',
       registers,
       async collect () {
-        this.set((await store.countRuns()).active)
+        // A store that cannot answer keeps the last value rather than failing the scrape.
+        try {
+          this.set((await store.countRuns()).active)
+        } catch { /* the store's own health shows on /readyz */ }
       }
     })
+    // Every outcome is exported from the start, so rates work before the first of each.
+    for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0)
   }
 
   /** The metrics side of one batch. */

@@ -8,6 +8,10 @@ export interface BatchInfo {
   turn: number
   calls: number
   mode: string
+  /** The W3C `traceparent` of the request that brought the batch, if any: the batch's trace continues it. */
+  traceparent?: string | undefined
+  /** The W3C `tracestate` that came with `traceparent`. */
+  tracestate?: string | undefined
 }
 
 export interface CallInfo {
@@ -25,6 +29,8 @@ export interface CallSettledInfo extends CallInfo {
   /** A write whose outcome is unknown. */
   uncertain: boolean
   readOnly: boolean
+  /** A short fixed code saying why a call did not succeed (`details.reason` or `details.cause`); never free text. */
+  reason?: string | undefined
 }
 
 /**
@@ -44,8 +50,14 @@ export interface BatchObserver {
   executorHeaders? (call: CallInfo): Record<string, string> | undefined
 }
 
+/** Every hook of BatchObserver, by name. */
+export const OBSERVER_HOOKS = [
+  'epochStarted', 'epochSettled', 'callStarted', 'callSettled', 'repeatDetected',
+  'projectionFailed', 'runTerminated', 'batchCompleted', 'executorHeaders'
+] as const satisfies ReadonlyArray<keyof BatchObserver>
+
 /** How a batch ended, for metrics and logs. */
-export type BatchOutcome = 'completed' | 'terminated' | 'cancelled' | 'closed'
+export type BatchOutcome = 'completed' | 'terminated' | 'cancelled' | 'closed' | 'error'
 
 /** Makes the observers of one batch. */
 export interface Telemetry {
