@@ -38,6 +38,7 @@ export const SETTINGS = {
   executorAllowedOrigins: { env: 'TOOLGATE_EXECUTOR_ALLOWED_ORIGINS', default: null, help: 'Comma-separated origins (scheme://host:port) executor URLs must belong to. Unset: any http(s) origin.', spec: { kind: 'origins' } },
   metricsAuth: { env: 'TOOLGATE_METRICS_AUTH', default: false, help: 'Require the operator role for GET /metrics.', spec: { kind: 'bool' } },
   store: { env: 'TOOLGATE_STORE', default: 'memory', help: "'memory', or a redis:// URL to share state between replicas.", spec: { kind: 'string' } },
+  leaseMs: { env: 'TOOLGATE_LEASE_MS', default: 30000, help: "How long a batch holds its run's lease without renewal (renewed every third of it); a replica that dies mid-batch frees the run after this long.", spec: int(2000, 3_600_000) },
   shutdownTimeoutMs: { env: 'TOOLGATE_SHUTDOWN_TIMEOUT_MS', default: 30000, help: 'On SIGTERM, how long batches in flight may take to finish before the process exits.', spec: int(0, 3_600_000) },
   requestTimeoutMs: { env: 'TOOLGATE_REQUEST_TIMEOUT_MS', default: 0, help: 'Node HTTP request timeout; 0 leaves it off (batches may legitimately run long).', spec: int(0, 3_600_000) },
   rateLimitMax: { env: 'TOOLGATE_RATE_LIMIT_MAX', default: 0, help: 'Requests per key per window; 0 turns rate limiting off.', spec: int(0, 10_000_000) },

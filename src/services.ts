@@ -6,7 +6,7 @@ import type { Config } from './config.js'
 import { ExecutorClient } from './dispatch/client.js'
 import type { ExternalAuthorizer } from './prepare/authorize.js'
 import { RunService } from './runs/service.js'
-import { MemoryStore } from './store/memory.js'
+import { createStore } from './store/create.js'
 import type { Store } from './store/types.js'
 import { type Telemetry } from './telemetry/types.js'
 import { createTelemetry, type TelemetryHandle } from './telemetry/index.js'
@@ -38,16 +38,10 @@ export interface ServiceOverrides {
   leaseMs?: number
 }
 
-export const DEFAULT_LEASE_MS = 30_000
 
 export function createServices (config: Config, logger: Logger, overrides: ServiceOverrides = {}): Services {
   const runTtlMs = config.runTtlSeconds * 1000
-  const store = overrides.store ?? new MemoryStore({
-    runTtlMs,
-    maxRuns: config.maxRuns,
-    receiptRetentionMs: config.receiptRetentionSeconds * 1000,
-    maxReceipts: config.maxReceipts
-  })
+  const store = overrides.store ?? createStore(config, logger)
   const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins })
   const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes })
   const telemetry = createTelemetry({ logger, store, extra: overrides.telemetry })
@@ -60,7 +54,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     telemetry,
     ...(authorizer === undefined ? {} : { authorizer }),
     replicaId,
-    leaseMs: overrides.leaseMs ?? DEFAULT_LEASE_MS,
+    leaseMs: overrides.leaseMs ?? config.leaseMs,
     maxArgumentBytes: config.maxArgumentBytes,
     onStats: (stats) => telemetry.summary.add(stats)
   })
@@ -77,6 +71,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     replicaId,
     draining: false,
     async close () {
+      engine.close()
       await client.close()
       await store.close()
     }

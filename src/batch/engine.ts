@@ -76,9 +76,17 @@ interface Control { controller: AbortController, batchId: string }
 export class BatchEngine {
   readonly #deps: EngineDeps
   readonly #controls = new Map<string, Control>()
+  readonly #unsubscribe: () => void
 
   constructor (deps: EngineDeps) {
     this.#deps = deps
+    // A cancel published on any replica (this one included) reaches the batch wherever it runs.
+    this.#unsubscribe = deps.store.onCancel((runId, reason) => { this.cancel(runId, reason) })
+  }
+
+  /** Stops hearing cancellations published through the store. */
+  close (): void {
+    this.#unsubscribe()
   }
 
   /** Batches running in this process. */
@@ -107,12 +115,34 @@ export class BatchEngine {
       case 'not_active': throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
-        if (record === undefined) throw new ProblemError('run_busy', 'This batch is still being recorded; retry shortly.')
-        return { response: record.response as BatchResponse, replayed: true }
+        if (record !== undefined) return { response: record.response as BatchResponse, replayed: true }
+        return await this.#resume(req, requestHash)
       }
       case 'started':
         return { response: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
     }
+  }
+
+  /**
+   * A batch whose id the run knows but whose answer was never stored: the
+   * replica running it died before answering. Once its lease has lapsed the
+   * batch runs again under the same turn; action calls replay from their
+   * receipts, so nothing that committed is applied twice.
+   */
+  async #resume (req: BatchRequest, requestHash: string): Promise<{ response: BatchResponse, replayed: boolean }> {
+    const resumed = await this.#deps.store.updateRun(req.runId, (run): Begin => {
+      if (run.tenant !== req.tenant) return { kind: 'not_found' }
+      const now = Date.now()
+      if (run.inFlight !== null && run.inFlight.leaseExpiresAt > now) return { kind: 'busy' }
+      if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason }
+      run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
+      return { kind: 'started', run, turn: run.counters.turns }
+    })
+    const begin: Begin = resumed.found ? resumed.value : { kind: 'not_found' }
+    if (begin.kind === 'started') return { response: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
+    if (begin.kind === 'not_found') throw new ProblemError('run_not_found', `No run ${req.runId}`)
+    if (begin.kind === 'not_active') throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
+    throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
   }
 
   /** Inside the run's atomic update: take the lease, or say why not. */
@@ -250,8 +280,16 @@ export class BatchEngine {
     }
     const renew = setInterval(() => {
       void this.#deps.store.updateRun(req.runId, (r) => {
-        if (r.inFlight?.batchId === req.batchId) r.inFlight.leaseExpiresAt = Date.now() + this.#deps.leaseMs
-      }).catch(() => { /* the next renewal retries */ })
+        const held = r.inFlight?.batchId === req.batchId && r.inFlight.owner === this.#deps.replicaId
+        if (held) r.inFlight!.leaseExpiresAt = Date.now() + this.#deps.leaseMs
+        return { state: r.state, held }
+      }).then((renewed) => {
+        // A cancel published while this replica could not hear it still shows in the run's state;
+        // a lease another batch took over means this one must not start anything more.
+        const state = renewed.found ? renewed.value.state : 'ended'
+        if (state === 'cancelled' || state === 'ended') controller.abort(state)
+        else if (renewed.found && !renewed.value.held) controller.abort('lease_lost')
+      }, () => { /* the next renewal retries */ })
     }, Math.max(1000, Math.floor(this.#deps.leaseMs / 3)))
     renew.unref()
     timers.push(renew)

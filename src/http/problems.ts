@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { type ErrorCode, ProblemError, problemBody } from '../errors.js'
+import { StoreUnavailableError } from '../store/types.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -28,6 +29,7 @@ function toProblem (err: FastifyError, request: FastifyRequest): ProblemError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY': return new ProblemError('invalid_request', 'The request body is empty; send a JSON object.')
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH': return new ProblemError('invalid_request', 'The Content-Length header does not match the body.')
   }
+  if (err instanceof StoreUnavailableError) return new ProblemError('overloaded', 'The run store is unreachable; retry shortly.')
   const status = err.statusCode ?? 500
   if (status === 413) return new ProblemError('payload_too_large')
   if (status === 429) return new ProblemError('rate_limited', 'Too many requests; slow down.')

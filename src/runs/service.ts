@@ -63,7 +63,7 @@ export class RunService {
 
   async end (tenant: string, runId: string): Promise<RunView> {
     await this.get(tenant, runId)
-    this.#o.engine.cancel(runId, 'ended')
+    await this.#o.store.publishCancel(runId, 'ended')
     const run = await this.#o.store.endRun(runId, Date.now())
     if (run === undefined) throw new ProblemError('run_not_found', `No run ${runId}`)
     return this.view(run)
@@ -80,7 +80,8 @@ export class RunService {
       return run
     })
     if (!result.found || result.value === null) throw new ProblemError('run_not_found', `No run ${runId}`)
-    this.#o.engine.cancel(runId, 'cancelled')
+    // The state is stored: a replica that misses this message sees it at its batch's next lease renewal.
+    await this.#o.store.publishCancel(runId, 'cancelled').catch(() => {})
     return this.view(result.value)
   }
 

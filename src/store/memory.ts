@@ -1,6 +1,8 @@
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import type { BatchRecord, Store, StoredReceipt, UpdateResult } from './types.js'
+import { type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult } from './types.js'
+
+export { StoreFullError } from './types.js'
 
 /** Bounds and clocks of the memory store. */
 export interface MemoryStoreOptions {
@@ -33,6 +35,7 @@ export class MemoryStore implements Store {
   readonly #receipts = new Map<string, HeldReceipt>()
   readonly #receiptsByRun = new Map<string, string[]>()
   readonly #opts: Required<MemoryStoreOptions>
+  readonly #cancelListeners = new Set<CancelListener>()
   #timer: NodeJS.Timeout | null = null
 
   constructor (opts: MemoryStoreOptions) {
@@ -134,6 +137,18 @@ export class MemoryStore implements Store {
     return { total: this.#runs.size, active, inFlight }
   }
 
+  /** One process: the listeners are every replica there is. */
+  async publishCancel (runId: string, reason: CancelReason): Promise<void> {
+    for (const listener of this.#cancelListeners) listener(runId, reason)
+  }
+
+  onCancel (listener: CancelListener): () => void {
+    // A wrapper, so one function subscribed twice is two subscriptions.
+    const wrapped: CancelListener = (runId, reason) => listener(runId, reason)
+    this.#cancelListeners.add(wrapped)
+    return () => { this.#cancelListeners.delete(wrapped) }
+  }
+
   async ready (): Promise<boolean> { return true }
 
   async close (): Promise<void> {
@@ -161,6 +176,8 @@ export class MemoryStore implements Store {
 
   #evictOne (): void {
     for (const runId of this.#ended) {
+      // A run ended during its batch keeps its lease until the batch finishes.
+      if (this.#runs.get(runId)?.inFlight != null) continue
       this.#remove(runId)
       return
     }
@@ -211,10 +228,3 @@ export class MemoryStore implements Store {
   }
 }
 
-/** Every run held has a batch in flight: nothing can be evicted for a new one. */
-export class StoreFullError extends Error {
-  constructor () {
-    super('The run store is full and every run in it has a batch in flight')
-    this.name = 'StoreFullError'
-  }
-}

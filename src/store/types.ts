@@ -14,6 +14,12 @@ export interface StoredReceipt { receipt: Receipt, tenant: string }
 
 export type UpdateResult<T> = { found: false } | { found: true, value: T }
 
+/** Why a run's batch in flight is cancelled through the store (on whichever replica runs it). */
+export type CancelReason = 'cancelled' | 'ended'
+
+/** Hears cancellations published by any replica sharing the store, this one included. */
+export type CancelListener = (runId: string, reason: CancelReason) => void
+
 /**
  * Where run state, batch records and receipts live. Every method is
  * asynchronous so that a shared store (Redis) can implement it; `updateRun`
@@ -49,7 +55,42 @@ export interface Store {
 
   /** Every run currently held, for the aggregate summary and gauges. */
   countRuns (): Promise<{ total: number, active: number, inFlight: number }>
+
+  /**
+   * Asks every replica sharing this store to cancel the run's batch in flight.
+   * This process's listeners hear it before the promise settles; other
+   * replicas hear it at most once, soon after (a replica cut off from the
+   * store at that moment misses it, so the run's state must say it too).
+   */
+  publishCancel (runId: string, reason: CancelReason): Promise<void>
+  /** Subscribes to every replica's cancellations; answers the unsubscribe function. */
+  onCancel (listener: CancelListener): () => void
+
   /** True when the store can take work (a shared store is reachable). */
   ready (): Promise<boolean>
   close (): Promise<void>
+}
+
+/** Every run held has a batch in flight: nothing can be evicted for a new one. */
+export class StoreFullError extends Error {
+  constructor () {
+    super('The run store is full and every run in it has a batch in flight')
+    this.name = 'StoreFullError'
+  }
+}
+
+/**
+ * A shared store could not be reached or refused the command (connection
+ * lost, timeout, out of memory, too much contention on one run). A command
+ * that timed out may still have been applied. `statusCode` 503 makes the HTTP
+ * error handler answer the `overloaded` problem; the client may retry.
+ */
+export class StoreUnavailableError extends Error {
+  readonly code = 'TOOLGATE_STORE_UNAVAILABLE'
+  readonly statusCode = 503
+  readonly retryable = true
+  constructor (message: string) {
+    super(message)
+    this.name = 'StoreUnavailableError'
+  }
 }

@@ -1,0 +1,141 @@
+/**
+ * The Lua scripts of the Redis store. Each runs atomically inside Redis, so
+ * a run's record, its indexes and its TTLs never disagree between replicas.
+ *
+ * Keys (P is the prefix): `P run:<id>` a hash {v: version, r: record JSON,
+ * rx: time until which the run's receipts are kept}; `P batches:<id>` a hash
+ * batchId → record JSON; `P op:<operationId>` a receipt with its tenant;
+ * `P journal:<id>` the run's operation ids in the order stored; and four
+ * sorted sets of run ids: `P idx:runs`, `P idx:active`, `P idx:ended` scored
+ * by the run's expiry time, `P idx:leased` scored by its lease expiry.
+ * Scripts build the keys of other runs from the prefix, so the store needs a
+ * standalone Redis (or a primary with replicas), not Redis Cluster.
+ */
+import { createHash } from 'node:crypto'
+
+/** A Lua script and the SHA-1 that EVALSHA knows it by. */
+export interface Script { readonly name: string, readonly lua: string, readonly sha: string }
+
+function script (name: string, lua: string): Script {
+  return { name, lua, sha: createHash('sha1').update(lua).digest('hex') }
+}
+
+/** Shared by create and update: the run in its indexes. KEYS[ix..ix+3] are runs, active, ended, leased. */
+const INDEX = `
+local function index (ix, runId, exp, state, lease)
+  redis.call('ZADD', KEYS[ix], exp, runId)
+  if state == 'active' then redis.call('ZADD', KEYS[ix + 1], exp, runId) else redis.call('ZREM', KEYS[ix + 1], runId) end
+  if state == 'ended' then redis.call('ZADD', KEYS[ix + 2], exp, runId) else redis.call('ZREM', KEYS[ix + 2], runId) end
+  if lease ~= '' then redis.call('ZADD', KEYS[ix + 3], lease, runId) else redis.call('ZREM', KEYS[ix + 3], runId) end
+end
+`
+
+/**
+ * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased.
+ * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit.
+ * Answers 0 when the run exists, -1 when full, 1 when stored. When full it
+ * evicts one run first, as the memory store does: an ended one, else the
+ * least recently used; never one whose lease is valid.
+ */
+export const CREATE_RUN = script('create-run', INDEX + `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local now = tonumber(ARGV[3])
+for i = 2, 5 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+local maxRuns, prefix, limit = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9])
+if redis.call('ZCARD', KEYS[2]) >= maxRuns then
+  local function pick (key)
+    for _, id in ipairs(redis.call('ZRANGE', key, 0, limit - 1)) do
+      local lease = redis.call('ZSCORE', KEYS[5], id)
+      if not lease or tonumber(lease) <= now then return id end
+    end
+    return nil
+  end
+  local victim = pick(KEYS[4]) or pick(KEYS[2])
+  if victim then
+    redis.call('DEL', prefix .. 'run:' .. victim, prefix .. 'batches:' .. victim)
+    for i = 2, 5 do redis.call('ZREM', KEYS[i], victim) end
+  end
+  if redis.call('ZCARD', KEYS[2]) >= maxRuns then return -1 end
+end
+redis.call('HSET', KEYS[1], 'v', '1', 'r', ARGV[2], 'rx', '0')
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+index(2, ARGV[1], now + tonumber(ARGV[4]), ARGV[5], ARGV[6])
+return 1
+`)
+
+/**
+ * Compare-and-set of a run record on its version.
+ * KEYS: run, batches, journal, idx:runs, idx:active, idx:ended, idx:leased.
+ * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
+ * receipt retention, receipt slack, '1' to drop the batch records, op key prefix.
+ * Answers 1 when written, 0 when the run is gone, -1 when another write came first.
+ * The run's receipts are kept until `rx`, at least retention after the run's
+ * expiry; when the run outlives that, every receipt's TTL is pushed on by the
+ * slack too, so this loop runs about once per slack, not once per update.
+ */
+export const UPDATE_RUN = script('update-run', INDEX + `
+local v = redis.call('HGET', KEYS[1], 'v')
+if not v then return 0 end
+if v ~= ARGV[1] then return -1 end
+local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
+local exp = now + ttl
+redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'r', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ttl)
+if ARGV[10] == '1' then redis.call('DEL', KEYS[2]) else redis.call('PEXPIRE', KEYS[2], ttl) end
+index(4, ARGV[5], exp, ARGV[6], ARGV[7])
+local retention = tonumber(ARGV[8])
+local rx = tonumber(redis.call('HGET', KEYS[1], 'rx') or '0')
+if rx < exp + retention then
+  rx = exp + retention + tonumber(ARGV[9])
+  local keep = rx - now
+  for _, op in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do redis.call('PEXPIRE', ARGV[11] .. op, keep) end
+  redis.call('PEXPIRE', KEYS[3], keep)
+  redis.call('HSET', KEYS[1], 'rx', string.format('%d', rx))
+end
+return 1
+`)
+
+/**
+ * KEYS: run, batches. ARGV: batchId, record JSON.
+ * Stored only while the run exists, and kept exactly as long as the run.
+ */
+export const PUT_BATCH = script('put-batch', `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+`)
+
+/**
+ * KEYS: op, journal, run. ARGV: stored JSON, operationId, now, retention.
+ * First writer wins: answers the stored JSON when the operation has a receipt
+ * already, nil when this one was stored. A receipt is kept as long as its run
+ * and `retention` after it (longer if the run's receipts were pushed on).
+ */
+export const PUT_RECEIPT = script('put-receipt', `
+local existing = redis.call('GET', KEYS[1])
+if existing then return existing end
+local now, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
+local runTtl = redis.call('PTTL', KEYS[3])
+if runTtl > 0 then
+  keep = runTtl + keep
+  local rx = tonumber(redis.call('HGET', KEYS[3], 'rx') or '0')
+  if rx - now > keep then keep = rx - now end
+end
+if keep < 1 then keep = 1 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', keep)
+redis.call('RPUSH', KEYS[2], ARGV[2])
+if redis.call('PTTL', KEYS[2]) < keep then redis.call('PEXPIRE', KEYS[2], keep) end
+return false
+`)
+
+/**
+ * KEYS: idx:runs, idx:active, idx:ended, idx:leased. ARGV: now.
+ * Drops index entries of runs past their expiry, then counts.
+ */
+export const COUNT_RUNS = script('count-runs', `
+local now = tonumber(ARGV[1])
+for i = 1, 4 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+return { redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[4]) }
+`)

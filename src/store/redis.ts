@@ -1,0 +1,351 @@
+import { randomUUID } from 'node:crypto'
+import { Redis, type RedisOptions } from 'ioredis'
+import type { Logger } from 'pino'
+import type { Receipt } from '../receipts/types.js'
+import type { RunRecord } from '../runs/types.js'
+import { COUNT_RUNS, CREATE_RUN, PUT_BATCH, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
+import {
+  type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
+  StoreUnavailableError, type UpdateResult
+} from './types.js'
+
+/** Bounds, clocks and connection settings of the Redis store. */
+export interface RedisStoreOptions {
+  /** `redis://[user:password@]host:port/db`, or `rediss://` for TLS; `?prefix=` sets the key prefix. */
+  url: string
+  /** Prefix of every key and of the cancel channel; several deployments can share one Redis. @default the URL's `prefix`, else 'toolgate:' */
+  prefix?: string
+  /** Idle runs expire this long after their last use. */
+  runTtlMs: number
+  /** Most runs held; `createRun` evicts one first, as the memory store does. */
+  maxRuns: number
+  /** Receipts outlive their run by at least this long. */
+  receiptRetentionMs: number
+  /** A command unanswered this long fails (503 to the client). @default 5000 */
+  commandTimeoutMs?: number
+  /** Compare-and-set attempts of one `updateRun` before it gives up (503). @default 100 */
+  maxUpdateAttempts?: number
+  /** Connection loss and recovery are logged here (never the URL). */
+  logger?: Pick<Logger, 'warn' | 'info'>
+  now?: () => number
+}
+
+export const DEFAULT_PREFIX = 'toolgate:'
+const DEFAULT_COMMAND_TIMEOUT_MS = 5000
+const DEFAULT_MAX_UPDATE_ATTEMPTS = 100
+/** How many runs from the cheap end of an index `createRun` looks at for one to evict. */
+const EVICTION_SCAN = 1000
+const LIST_CHUNK = 500
+
+type Write = 'ok' | 'gone' | 'conflict'
+interface CancelMessage { runId: string, reason: CancelReason, origin: string }
+
+/**
+ * The shared store of several replicas. Run records are JSON with a version;
+ * `updateRun` reads, runs `fn` on that fresh copy, and writes back with a Lua
+ * compare-and-set, re-reading and re-running `fn` when another replica wrote
+ * first. Updates of one run from this process are queued, so the
+ * compare-and-set only ever races other processes. Expiry is Redis's own
+ * (PEXPIRE), computed as the memory store computes it; see redis-scripts.ts
+ * for the keys.
+ */
+export class RedisStore implements Store {
+  readonly #redis: Redis
+  #sub: Redis | null = null
+  #subscribed: Promise<void> = Promise.resolve()
+  readonly #prefix: string
+  readonly #opts: Required<Omit<RedisStoreOptions, 'url' | 'prefix' | 'logger'>> & Pick<RedisStoreOptions, 'logger'>
+  readonly #origin = randomUUID()
+  readonly #queues = new Map<string, Promise<unknown>>()
+  readonly #cancelListeners = new Set<CancelListener>()
+  #down = false
+  #closed = false
+
+  constructor (opts: RedisStoreOptions) {
+    const url = parseStoreUrl(opts.url)
+    this.#prefix = opts.prefix ?? url.prefix
+    if (this.#prefix === '') throw new TypeError('Expected `prefix` of the Redis store to be a non-empty string, got ""')
+    for (const name of ['runTtlMs', 'maxRuns', 'receiptRetentionMs', 'commandTimeoutMs', 'maxUpdateAttempts'] as const) {
+      const v = opts[name]
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < (name === 'receiptRetentionMs' ? 0 : 1))) {
+        throw new TypeError(`Expected \`${name}\` of the Redis store to be a positive integer, got ${String(v)}`)
+      }
+    }
+    this.#opts = {
+      runTtlMs: opts.runTtlMs,
+      maxRuns: opts.maxRuns,
+      receiptRetentionMs: opts.receiptRetentionMs,
+      commandTimeoutMs: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+      maxUpdateAttempts: opts.maxUpdateAttempts ?? DEFAULT_MAX_UPDATE_ATTEMPTS,
+      now: opts.now ?? Date.now,
+      logger: opts.logger
+    }
+    this.#redis = new Redis(url.connection, this.#connectionOptions())
+    this.#watch(this.#redis, 'commands')
+  }
+
+  /** The key prefix in use (tests clean up by it). */
+  get prefix (): string { return this.#prefix }
+
+  async createRun (run: RunRecord): Promise<boolean> {
+    const now = this.#opts.now()
+    const created = await this.#eval(CREATE_RUN,
+      [this.#key('run', run.runId), ...this.#indexKeys()],
+      [run.runId, JSON.stringify(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
+    if (created === -1) throw new StoreFullError()
+    return created === 1
+  }
+
+  async getRun (runId: string): Promise<RunRecord | undefined> {
+    const json = await this.#call(() => this.#redis.hget(this.#key('run', runId), 'r'))
+    return json === null ? undefined : JSON.parse(json) as RunRecord
+  }
+
+  updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
+    return this.#update(runId, fn, false)
+  }
+
+  async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
+    const result = await this.#update(runId, (run) => {
+      run.state = 'ended'
+      run.terminationReason = 'ended'
+      run.repeat = { fingerprint: null, count: 0, advised: false }
+      run.batches = {}
+      run.lastActiveAt = at
+      return run
+    }, true)
+    return result.found ? result.value : undefined
+  }
+
+  async getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined> {
+    const json = await this.#call(() => this.#redis.hget(this.#key('batches', runId), batchId))
+    return json === null ? undefined : JSON.parse(json) as BatchRecord
+  }
+
+  async putBatch (runId: string, record: BatchRecord): Promise<void> {
+    await this.#eval(PUT_BATCH, [this.#key('run', runId), this.#key('batches', runId)], [record.batchId, JSON.stringify(record)])
+  }
+
+  async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {
+    const stored: StoredReceipt = { receipt, tenant }
+    const existing = await this.#eval(PUT_RECEIPT,
+      [this.#key('op', receipt.operationId), this.#key('journal', receipt.runId), this.#key('run', receipt.runId)],
+      [JSON.stringify(stored), receipt.operationId, this.#opts.now(), this.#opts.receiptRetentionMs])
+    return typeof existing === 'string' ? (JSON.parse(existing) as StoredReceipt).receipt : receipt
+  }
+
+  async getReceipt (operationId: string): Promise<StoredReceipt | undefined> {
+    const json = await this.#call(() => this.#redis.get(this.#key('op', operationId)))
+    return json === null ? undefined : JSON.parse(json) as StoredReceipt
+  }
+
+  async listReceipts (runId: string): Promise<Receipt[]> {
+    const ids = await this.#call(() => this.#redis.lrange(this.#key('journal', runId), 0, -1))
+    const out: Receipt[] = []
+    for (let i = 0; i < ids.length; i += LIST_CHUNK) {
+      const keys = ids.slice(i, i + LIST_CHUNK).map((id) => this.#key('op', id))
+      const values = await this.#call(() => this.#redis.mget(keys))
+      for (const json of values) if (json !== null) out.push((JSON.parse(json) as StoredReceipt).receipt)
+    }
+    return out
+  }
+
+  /**
+   * From the run indexes, exact up to clock skew between replicas: `inFlight`
+   * counts runs whose lease is still valid (a dead replica's run stops
+   * counting when its lease expires).
+   */
+  async countRuns (): Promise<{ total: number, active: number, inFlight: number }> {
+    const [total, active, inFlight] = await this.#eval(COUNT_RUNS, this.#indexKeys(), [this.#opts.now()]) as [number, number, number]
+    return { total, active, inFlight }
+  }
+
+  async publishCancel (runId: string, reason: CancelReason): Promise<void> {
+    this.#deliver(runId, reason)
+    const message: CancelMessage = { runId, reason, origin: this.#origin }
+    await this.#call(() => this.#redis.publish(this.#key('cancel'), JSON.stringify(message)))
+  }
+
+  onCancel (listener: CancelListener): () => void {
+    const wrapped: CancelListener = (runId, reason) => listener(runId, reason)
+    this.#cancelListeners.add(wrapped)
+    if (this.#sub === null && !this.#closed) this.#subscribe()
+    return () => { this.#cancelListeners.delete(wrapped) }
+  }
+
+  /** Settles once the first subscription of `onCancel` reached Redis (or failed; it is retried on reconnection). */
+  whenSubscribed (): Promise<void> { return this.#subscribed }
+
+  /** Redis answers a PING, and the cancel subscription (once there is one) is connected. */
+  async ready (): Promise<boolean> {
+    // While the first connection is being made the PING waits for it; once lost, the answer is no at once.
+    if (lost(this.#redis) || (this.#sub !== null && lost(this.#sub))) return false
+    try {
+      return (await this.#redis.ping()) === 'PONG'
+    } catch {
+      return false
+    }
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    this.#cancelListeners.clear()
+    await Promise.all([this.#redis, this.#sub].map(async (client) => {
+      if (client === null) return
+      if (client.status === 'ready') await client.quit().catch(() => client.disconnect())
+      else client.disconnect()
+    }))
+  }
+
+  #update<T> (runId: string, fn: (run: RunRecord) => T, dropBatches: boolean): Promise<UpdateResult<T>> {
+    return this.#serial(runId, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const [version, json] = await this.#call(() => this.#redis.hmget(this.#key('run', runId), 'v', 'r'))
+        if (version == null || json == null) return { found: false }
+        const run = JSON.parse(json) as RunRecord
+        const value = fn(run)
+        run.lastActiveAt = this.#opts.now()
+        const written = await this.#write(run, version, dropBatches)
+        if (written === 'ok') return { found: true, value }
+        if (written === 'gone') return { found: false }
+        if (attempt >= this.#opts.maxUpdateAttempts) {
+          throw new StoreUnavailableError(`Run ${runId} was changed by other replicas ${attempt} times while this one updated it`)
+        }
+        await sleep(Math.random() * Math.min(100, 2 ** attempt))
+      }
+    })
+  }
+
+  async #write (run: RunRecord, version: string, dropBatches: boolean): Promise<Write> {
+    const now = this.#opts.now()
+    const answer = await this.#eval(UPDATE_RUN,
+      [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
+      [version, JSON.stringify(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
+        this.#opts.receiptRetentionMs, this.#opts.runTtlMs, dropBatches ? '1' : '0', this.#key('op', '')])
+    return answer === 1 ? 'ok' : answer === 0 ? 'gone' : 'conflict'
+  }
+
+  /** Idle expiry as in the memory store, but never before a valid lease runs out. */
+  #ttl (run: RunRecord, now: number): number {
+    const idle = run.lastActiveAt + this.#opts.runTtlMs - now
+    const lease = run.inFlight === null ? 0 : run.inFlight.leaseExpiresAt - now
+    return Math.max(1, Math.ceil(Math.max(idle, lease)))
+  }
+
+  /** Runs one run's updates from this process one after another. */
+  #serial<T> (runId: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(runId)
+    const result = previous === undefined ? task() : previous.then(task, task)
+    const tail = result.catch(() => {})
+    this.#queues.set(runId, tail)
+    void tail.then(() => { if (this.#queues.get(runId) === tail) this.#queues.delete(runId) })
+    return result
+  }
+
+  async #eval (s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return this.#call(async () => {
+      try {
+        return await this.#redis.evalsha(s.sha, keys.length, ...keys, ...args)
+      } catch (err) {
+        if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err
+        return this.#redis.eval(s.lua, keys.length, ...keys, ...args)
+      }
+    })
+  }
+
+  /** Every Redis failure becomes a StoreUnavailableError, with Redis's message only (never the command's arguments). */
+  async #call<T> (op: () => Promise<T>): Promise<T> {
+    // Known lost: answer at once rather than queue the command until the next reconnection attempt.
+    if (lost(this.#redis)) throw new StoreUnavailableError('The Redis store is unreachable')
+    try {
+      return await op()
+    } catch (err) {
+      throw new StoreUnavailableError(`The Redis store failed: ${(err as Error).message}`)
+    }
+  }
+
+  #subscribe (): void {
+    const sub = this.#redis.duplicate()
+    this.#sub = sub
+    this.#watch(sub, 'cancel subscription')
+    const channel = this.#key('cancel')
+    sub.on('message', (ch: string, text: string) => {
+      if (ch !== channel) return
+      let message: CancelMessage
+      try {
+        message = JSON.parse(text) as CancelMessage
+      } catch {
+        return
+      }
+      if (message.origin !== this.#origin) this.#deliver(message.runId, message.reason)
+    })
+    this.#subscribed = sub.subscribe(channel).then(() => {}, (err: Error) => {
+      // ioredis subscribes again on every reconnection.
+      this.#opts.logger?.warn({ err: { message: err.message } }, 'Redis store: cancel subscription failed; retrying on reconnection')
+    })
+  }
+
+  #deliver (runId: string, reason: CancelReason): void {
+    for (const listener of this.#cancelListeners) listener(runId, reason)
+  }
+
+  #watch (client: Redis, role: string): void {
+    client.on('error', (err: Error) => {
+      if (this.#down || this.#closed) return
+      this.#down = true
+      this.#opts.logger?.warn({ role, err: { message: err.message } }, 'Redis store unreachable: batches are refused (503) until it is back')
+    })
+    client.on('ready', () => {
+      if (!this.#down) return
+      this.#down = false
+      this.#opts.logger?.info({ role }, 'Redis store reachable again')
+    })
+  }
+
+  #connectionOptions (): RedisOptions {
+    return {
+      connectionName: 'toolgate',
+      // Fail fast while Redis is away: a queued command is given up after one
+      // reconnection attempt, an unanswered one after the command timeout.
+      maxRetriesPerRequest: 1,
+      commandTimeout: this.#opts.commandTimeoutMs,
+      connectTimeout: this.#opts.commandTimeoutMs,
+      retryStrategy: (times: number) => Math.min(times * 100, 1000),
+      enableAutoPipelining: true
+    }
+  }
+
+  #key (kind: string, id?: string): string {
+    return id === undefined ? this.#prefix + kind : `${this.#prefix}${kind}:${id}`
+  }
+
+  #indexKeys (): string[] {
+    return ['runs', 'active', 'ended', 'leased'].map((name) => this.#key('idx', name))
+  }
+}
+
+/** The store URL without toolgate's own `prefix` parameter, and that prefix. */
+export function parseStoreUrl (raw: string): { connection: string, prefix: string } {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new TypeError('Expected the Redis store URL to be a redis:// or rediss:// URL, got an unparsable value')
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new TypeError(`Expected the Redis store URL to be a redis:// or rediss:// URL, got ${url.protocol}//`)
+  }
+  const prefix = url.searchParams.get('prefix') ?? DEFAULT_PREFIX
+  url.searchParams.delete('prefix')
+  return { connection: url.toString(), prefix }
+}
+
+function lost (client: Redis): boolean {
+  return client.status === 'reconnecting' || client.status === 'close' || client.status === 'end'
+}
+
+function leaseOf (run: RunRecord): string {
+  return run.inFlight === null ? '' : String(Math.ceil(run.inFlight.leaseExpiresAt))
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

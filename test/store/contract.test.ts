@@ -1,0 +1,246 @@
+/**
+ * The Store contract, run against the memory store and the Redis store alike.
+ * Redis cases are skipped, saying why, when no Redis answers at
+ * TOOLGATE_TEST_REDIS_URL (default redis://127.0.0.1:6379).
+ */
+import t, { type Test } from 'tap'
+import { StoreFullError, type CancelReason } from '../../src/store/types.js'
+import { type Harness, makeReceipt, makeRun, memoryHarness, redisHarness, redisUnavailable } from './harness.js'
+
+const noRedis = await redisUnavailable()
+if (noRedis !== undefined) t.comment(`Redis store contract skipped: ${noRedis}`)
+
+for (const h of [memoryHarness, redisHarness]) {
+  const skip = h.name === 'redis' && noRedis !== undefined ? noRedis : false
+  t.test(`the ${h.name} store`, { skip }, async (t) => contract(t, h))
+}
+
+async function contract (t: Test, h: Harness): Promise<void> {
+  // Every case has a store (and key prefix) of its own, so the ones that wait on real time overlap.
+  t.jobs = 4
+  t.test('a created run reads back as stored, and its id cannot be created twice', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    const at = now()
+    t.equal(await store.createRun(makeRun('r1', at)), true)
+    t.equal(await peer.createRun(makeRun('r1', at, { tenant: 'other' })), false)
+    t.same(await peer.getRun('r1'), makeRun('r1', at))
+    t.equal(await store.getRun('nope'), undefined)
+  })
+
+  t.test('updateRun answers what fn returns and keeps its changes; a missing run is not found', async (t) => {
+    const { store, peer, now, advance } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await advance(5)
+    const result = await store.updateRun('r1', (run) => {
+      run.counters.turns = 7
+      return run.counters.turns * 2
+    })
+    t.same(result, { found: true, value: 14 })
+    const read = await peer.getRun('r1')
+    t.equal(read?.counters.turns, 7)
+    t.ok(read!.lastActiveAt >= now() - 1000 && read!.lastActiveAt > read!.createdAt, 'the update marks the run used now')
+    t.same(await store.updateRun('nope', () => 1), { found: false })
+  })
+
+  t.test('a throwing fn rejects with its own error and leaves the run unchanged', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const boom = new Error('decided against it')
+    await t.rejects(store.updateRun('r1', () => { throw boom }), boom)
+    t.equal((await peer.getRun('r1'))?.counters.turns, 0)
+  })
+
+  t.test('concurrent updates from two clients lose no increment', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const n = 40
+    let ran = 0
+    const increment = (s: typeof store) => s.updateRun('r1', (run) => {
+      ran++
+      run.counters.toolCalls += 1
+      return run.counters.toolCalls
+    })
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => increment(i % 2 === 0 ? store : peer)))
+    const values = results.map((r) => (r.found ? r.value : -1)).sort((a, b) => a - b)
+    t.same(values, Array.from({ length: n }, (_, i) => i + 1), 'every update saw a distinct value')
+    t.equal((await store.getRun('r1'))?.counters.toolCalls, n)
+    t.ok(ran >= n, 'fn ran at least once per update (again after a conflict)')
+  })
+
+  t.test('an idle run expires runTtl after its last use, and each update restarts that', async (t) => {
+    const ttl = h.ttl.long
+    const { store, peer, now, advance } = await h.open(t, { runTtlMs: ttl })
+    await store.createRun(makeRun('r1', now()))
+    await advance(ttl * 0.5)
+    t.equal((await store.updateRun('r1', () => true)).found, true)
+    await advance(ttl * 0.7)
+    t.ok(await peer.getRun('r1'), 'still there: used less than runTtl ago')
+    await advance(ttl * 0.6)
+    t.equal(await peer.getRun('r1'), undefined, 'gone after runTtl idle')
+    t.same(await store.updateRun('r1', () => true), { found: false })
+    t.equal(await store.createRun(makeRun('r1', now())), true, 'its id is free again')
+  })
+
+  t.test('a run whose batch holds a valid lease does not expire', async (t) => {
+    const ttl = h.ttl.short
+    const { store, peer, now, advance } = await h.open(t, { runTtlMs: ttl })
+    await store.createRun(makeRun('r1', now()))
+    await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 } })
+    await advance(ttl * 2)
+    t.ok(await peer.getRun('r1'), 'kept while its batch is in flight')
+    await store.updateRun('r1', (run) => { run.inFlight = null })
+    await advance(ttl * 1.5)
+    t.equal(await peer.getRun('r1'), undefined, 'expires once the lease is released and the run idles')
+  })
+
+  t.test('endRun ends the run, frees its repeat streak and batch records, and keeps its receipts', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.updateRun('r1', (run) => {
+      run.repeat = { fingerprint: 'abc', count: 3, advised: true }
+      run.batches.b1 = 'hash1'
+    })
+    await store.putBatch('r1', { batchId: 'b1', requestHash: 'hash1', response: { ok: 1 }, completedAt: now() })
+    await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
+
+    const ended = await peer.endRun('r1', now())
+    t.equal(ended?.state, 'ended')
+    t.equal(ended?.terminationReason, 'ended')
+    t.same(ended?.repeat, { fingerprint: null, count: 0, advised: false })
+    t.same(ended?.batches, {})
+    const read = await store.getRun('r1')
+    t.equal(read?.state, 'ended', 'the small record stays, answering ended')
+    t.equal(await store.getBatch('r1', 'b1'), undefined, 'batch records are freed')
+    t.same((await store.listReceipts('r1')).map((r) => r.operationId), ['op_1'], 'receipts stay')
+    t.equal(await store.endRun('nope', now()), undefined)
+  })
+
+  t.test('batch records are kept with their run and only while it exists', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const record = { batchId: 'b1', requestHash: 'h', response: { runId: 'r1', results: [{ callId: 'c1', status: 'ok' }] }, completedAt: now() }
+    await store.putBatch('r1', record)
+    await store.updateRun('r1', (run) => { run.counters.turns++ })
+    t.same(await peer.getBatch('r1', 'b1'), record)
+    t.equal(await peer.getBatch('r1', 'b2'), undefined)
+    await store.putBatch('ghost', { ...record, batchId: 'b9' })
+    t.equal(await peer.getBatch('ghost', 'b9'), undefined, 'no record for a run that does not exist')
+  })
+
+  t.test('receipts: the first writer wins, the tenant is kept, and each run lists its own in order', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.createRun(makeRun('r2', now()))
+    const first = makeReceipt('r1', 'op_1')
+    t.same(await store.putReceipt(first, 'acme'), first)
+    t.same(await peer.putReceipt(makeReceipt('r1', 'op_1', { status: 'uncertain', result: null }), 'other'), first, 'a second writer gets the stored receipt')
+    await peer.putReceipt(makeReceipt('r1', 'op_2'), 'acme')
+    await store.putReceipt(makeReceipt('r2', 'op_3'), 'beta')
+
+    t.same(await peer.getReceipt('op_1'), { receipt: first, tenant: 'acme' })
+    t.same(await store.getReceipt('op_3'), { receipt: makeReceipt('r2', 'op_3'), tenant: 'beta' })
+    t.equal(await store.getReceipt('op_none'), undefined)
+    t.same((await store.listReceipts('r1')).map((r) => r.operationId), ['op_1', 'op_2'])
+    t.same((await peer.listReceipts('r2')).map((r) => r.operationId), ['op_3'])
+    t.same(await store.listReceipts('r9'), [])
+  })
+
+  t.test('receipts outlive their run by the retention time, then go', async (t) => {
+    const ttl = h.ttl.short
+    const retention = h.ttl.long
+    const { store, peer, now, advance } = await h.open(t, { runTtlMs: ttl, receiptRetentionMs: retention })
+    await store.createRun(makeRun('r1', now()))
+    await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
+    await advance(ttl * 1.2)
+    t.equal(await store.getRun('r1'), undefined, 'the run is gone')
+    await advance(retention * 0.3)
+    t.same((await peer.getReceipt('op_1'))?.tenant, 'acme', 'its receipt is kept')
+    t.same((await peer.listReceipts('r1')).map((r) => r.operationId), ['op_1'])
+    await advance(retention)
+    t.equal(await peer.getReceipt('op_1'), undefined, 'and dropped after the retention time')
+    t.same(await peer.listReceipts('r1'), [])
+  })
+
+  t.test('countRuns counts runs held, active ones, and ones with a batch in flight', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    t.same(await store.countRuns(), { total: 0, active: 0, inFlight: 0 })
+    await store.createRun(makeRun('r1', now()))
+    await store.createRun(makeRun('r2', now()))
+    await store.createRun(makeRun('r3', now()))
+    await store.endRun('r2', now())
+    await peer.updateRun('r3', (run) => { run.inFlight = { batchId: 'b', owner: 'x', leaseExpiresAt: now() + 60_000 } })
+    t.same(await peer.countRuns(), { total: 3, active: 2, inFlight: 1 })
+  })
+
+  t.test('a full store evicts an ended run first, then the least recently used idle one, never a leased one', async (t) => {
+    const { store, peer, now, advance } = await h.open(t, { maxRuns: 3 })
+    for (const id of ['a', 'b', 'c']) {
+      await store.createRun(makeRun(id, now()))
+      await advance(5)
+    }
+    await store.endRun('b', now())
+    await advance(5)
+    t.equal(await peer.createRun(makeRun('d', now())), true)
+    t.equal(await store.getRun('b'), undefined, 'the ended run went first')
+    await advance(5)
+    await store.updateRun('a', (run) => { run.inFlight = { batchId: 'b1', owner: 'x', leaseExpiresAt: now() + 60_000 } })
+    await advance(5)
+    await store.updateRun('c', () => {})
+    await advance(5)
+    t.equal(await peer.createRun(makeRun('e', now())), true)
+    t.equal(await store.getRun('d'), undefined, 'the least recently used idle run went next')
+    t.ok(await store.getRun('a'), 'the leased run stays though it is older')
+    t.ok(await store.getRun('c'))
+    t.ok(await store.getRun('e'))
+  })
+
+  t.test('a run ended while its batch is in flight is not evicted', async (t) => {
+    const { store, now, advance } = await h.open(t, { maxRuns: 2 })
+    await store.createRun(makeRun('ending', now()))
+    await store.updateRun('ending', (run) => { run.inFlight = { batchId: 'b1', owner: 'x', leaseExpiresAt: now() + 60_000 } })
+    await store.endRun('ending', now())
+    await advance(5)
+    await store.createRun(makeRun('idle', now()))
+    await advance(5)
+    t.equal(await store.createRun(makeRun('new', now())), true)
+    t.ok(await store.getRun('ending'), 'the ended run with a batch in flight stays')
+    t.equal(await store.getRun('idle'), undefined, 'the idle run went instead')
+  })
+
+  t.test('a store full of runs with batches in flight refuses a new run', async (t) => {
+    const { store, now } = await h.open(t, { maxRuns: 2 })
+    for (const id of ['a', 'b']) {
+      await store.createRun(makeRun(id, now(), { inFlight: { batchId: 'b1', owner: 'x', leaseExpiresAt: now() + 60_000 } }))
+    }
+    await t.rejects(store.createRun(makeRun('c', now())), StoreFullError)
+    t.ok(await store.getRun('a'))
+    t.ok(await store.getRun('b'))
+  })
+
+  t.test('a published cancel reaches every listener once, from this client or another', async (t) => {
+    const { store, peer, subscribed } = await h.open(t)
+    const heard: Array<[string, CancelReason]> = []
+    let notify: () => void = () => {}
+    const stop = store.onCancel((runId, reason) => {
+      heard.push([runId, reason])
+      notify()
+    })
+    await subscribed()
+    await store.publishCancel('r1', 'cancelled')
+    t.same(heard, [['r1', 'cancelled']], 'the publishing client hears its own cancel before publishCancel settles')
+    const arrived = new Promise<void>((resolve) => { notify = resolve })
+    await peer.publishCancel('r2', 'ended')
+    await arrived
+    // Give a duplicate delivery time to show up before counting.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    t.same(heard, [['r1', 'cancelled'], ['r2', 'ended']])
+    stop()
+    await store.publishCancel('r3', 'cancelled')
+    t.equal(heard.length, 2, 'an unsubscribed listener hears nothing more')
+  })
+
+  t.test('the store is ready', async (t) => {
+    const { store } = await h.open(t)
+    t.equal(await store.ready(), true)
+  })
+}

@@ -1,0 +1,149 @@
+/**
+ * The stores the contract tests run against: the memory store on a fake
+ * clock, and the Redis store on TOOLGATE_TEST_REDIS_URL (real time, a unique
+ * key prefix per store, cleaned up on teardown).
+ */
+import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import type { Receipt } from '../../src/receipts/types.js'
+import type { RunRecord } from '../../src/runs/types.js'
+import { MemoryStore } from '../../src/store/memory.js'
+import { RedisStore } from '../../src/store/redis.js'
+import type { Store } from '../../src/store/types.js'
+
+type Tap = { teardown: (fn: () => unknown) => void }
+
+export const REDIS_URL = process.env.TOOLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+export interface Bounds { runTtlMs: number, maxRuns: number, receiptRetentionMs: number }
+
+/** One store under test, a second client of the same data, and its clock. */
+export interface Opened {
+  store: Store
+  /** Another client of the same data: for Redis another connection (another replica), for memory the same store. */
+  peer: Store
+  now: () => number
+  /** Lets time pass: the fake clock jumps, or real time is slept. */
+  advance: (ms: number) => Promise<void>
+  /** Resolves once `onCancel` listeners of `store` can hear other clients. */
+  subscribed: () => Promise<void>
+}
+
+export interface Harness {
+  name: 'memory' | 'redis'
+  /** Durations for expiry cases: short for real time, but with room for a slow machine. */
+  ttl: { short: number, long: number }
+  open: (t: Tap, bounds?: Partial<Bounds>) => Promise<Opened>
+}
+
+const DEFAULTS: Bounds = { runTtlMs: 60_000, maxRuns: 1000, receiptRetentionMs: 60_000 }
+
+export const memoryHarness: Harness = {
+  name: 'memory',
+  ttl: { short: 1000, long: 1000 },
+  async open (t, bounds = {}) {
+    let clock = 1_800_000_000_000
+    const store = new MemoryStore({ ...DEFAULTS, ...bounds, maxReceipts: 10_000, now: () => clock, sweepIntervalMs: 0 })
+    t.teardown(() => store.close())
+    return { store, peer: store, now: () => clock, advance: async (ms) => { clock += ms }, subscribed: async () => {} }
+  }
+}
+
+export const redisHarness: Harness = {
+  name: 'redis',
+  ttl: { short: 400, long: 1500 },
+  async open (t, bounds = {}) {
+    const prefix = `toolgate-test:${randomUUID()}:`
+    const make = (): RedisStore => new RedisStore({ url: REDIS_URL, prefix, ...DEFAULTS, ...bounds })
+    const store = make()
+    const peer = make()
+    t.teardown(async () => {
+      await store.close()
+      await peer.close()
+      await deleteByPrefix(prefix)
+    })
+    return {
+      store,
+      peer,
+      now: Date.now,
+      advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      subscribed: () => store.whenSubscribed()
+    }
+  }
+}
+
+/** Undefined when a Redis answers at the URL, else why not (the reason tests are skipped). */
+export async function redisUnavailable (url = REDIS_URL): Promise<string | undefined> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    await client.ping()
+    return undefined
+  } catch (err) {
+    return `no Redis answers at ${url} (${(err as Error).message}); set TOOLGATE_TEST_REDIS_URL or start redis-server (.ci/run does)`
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** Deletes every key under a test's prefix. */
+export async function deleteByPrefix (prefix: string, url = REDIS_URL): Promise<void> {
+  const client = new Redis(url, { maxRetriesPerRequest: 1 })
+  try {
+    let cursor = '0'
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+      if (keys.length > 0) await client.del(...keys)
+      cursor = next
+    } while (cursor !== '0')
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** A fresh active run record. */
+export function makeRun (runId: string, now: number, over: Partial<RunRecord> = {}): RunRecord {
+  return {
+    runId,
+    tenant: 'acme',
+    state: 'active',
+    terminationReason: null,
+    options: {
+      toolExecution: 'safeParallel',
+      maxConcurrentTools: 8,
+      limits: { exactToolRepeatAdvisoryThreshold: 3, exactToolRepeatTerminationThreshold: 8, maxTurns: null, maxToolCalls: null, timeoutMs: null, maxTotalTokens: null },
+      tools: null,
+      events: 'stock',
+      metadata: {}
+    },
+    counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
+    repeat: { fingerprint: null, count: 0, advised: false },
+    batches: {},
+    inFlight: null,
+    stats: null,
+    createdAt: now,
+    lastActiveAt: now,
+    ...over
+  }
+}
+
+/** A committed receipt of a run. */
+export function makeReceipt (runId: string, operationId: string, over: Partial<Receipt> = {}): Receipt {
+  const at = new Date(0).toISOString()
+  return {
+    operationId,
+    runId,
+    batchId: 'b1',
+    callId: `call_${operationId}`,
+    tool: 'build',
+    intent: { action: 'build', arguments: { x: 1 } },
+    status: 'committed',
+    result: { label: 'Wall' },
+    stateRevision: 1,
+    timeline: [{ event: 'prepared', at }, { event: 'dispatched', at }, { event: 'responded', at }],
+    dispatch: { disposition: 'dispatched', attempts: 1 },
+    timing: { dispatchedAt: at, completedAt: at, durationMs: 1 },
+    ...over
+  }
+}

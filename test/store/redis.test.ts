@@ -1,0 +1,90 @@
+/**
+ * What only the Redis store has: its URL, its TTLs as Redis holds them, and
+ * its failures when Redis cannot be reached.
+ */
+import { createServer } from 'node:net'
+import { randomUUID } from 'node:crypto'
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { defaultConfig } from '../../src/config.js'
+import { createStore } from '../../src/store/create.js'
+import { MemoryStore } from '../../src/store/memory.js'
+import { RedisStore, parseStoreUrl } from '../../src/store/redis.js'
+import { StoreUnavailableError } from '../../src/store/types.js'
+import { REDIS_URL, deleteByPrefix, makeReceipt, makeRun, redisUnavailable } from './harness.js'
+
+const noRedis = await redisUnavailable()
+if (noRedis !== undefined) t.comment(`Redis cases skipped: ${noRedis}`)
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+t.test('the store URL gives the connection and the key prefix', async (t) => {
+  t.same(parseStoreUrl('redis://127.0.0.1:6379/2?prefix=blue:'), { connection: 'redis://127.0.0.1:6379/2', prefix: 'blue:' })
+  t.same(parseStoreUrl('rediss://:secret@cache:6380'), { connection: 'rediss://:secret@cache:6380', prefix: 'toolgate:' })
+  t.throws(() => parseStoreUrl('http://127.0.0.1:6379'), /redis:\/\/ or rediss:\/\/ URL, got http:/)
+  t.throws(() => new RedisStore({ url: 'redis://127.0.0.1:6379?prefix=', runTtlMs: 1000, maxRuns: 1, receiptRetentionMs: 0 }), /non-empty/)
+  t.throws(() => new RedisStore({ url: 'redis://127.0.0.1:6379', runTtlMs: 0, maxRuns: 1, receiptRetentionMs: 0 }), /`runTtlMs`.*got 0/)
+})
+
+t.test('TOOLGATE_STORE picks the store: memory by default, Redis for a redis:// URL', async (t) => {
+  const memory = createStore(defaultConfig())
+  t.ok(memory instanceof MemoryStore)
+  await memory.close()
+  const redis = createStore(defaultConfig({ store: `${REDIS_URL}?prefix=picked:` }))
+  t.ok(redis instanceof RedisStore)
+  t.equal((redis as RedisStore).prefix, 'picked:')
+  await redis.close()
+})
+
+t.test('an unreachable Redis makes every operation fail with StoreUnavailableError, and the store not ready', async (t) => {
+  const port = await freePort()
+  const store = new RedisStore({ url: `redis://127.0.0.1:${port}`, runTtlMs: 60_000, maxRuns: 10, receiptRetentionMs: 1000, commandTimeoutMs: 2000 })
+  t.teardown(() => store.close())
+  t.equal(await store.ready(), false)
+  const failure = await store.createRun(makeRun('r1', Date.now())).catch((err: unknown) => err)
+  t.ok(failure instanceof StoreUnavailableError)
+  t.equal((failure as StoreUnavailableError).statusCode, 503, 'answered as 503 overloaded by the HTTP error handler')
+  await t.rejects(store.updateRun('r1', () => 1), StoreUnavailableError)
+  await t.rejects(store.getReceipt('op_1'), StoreUnavailableError)
+  await t.rejects(store.publishCancel('r1', 'cancelled'), StoreUnavailableError)
+})
+
+t.test('Redis holds each key as long as the memory store would keep its data', { skip: noRedis ?? false }, async (t) => {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const runTtlMs = 60_000
+  const receiptRetentionMs = 30_000
+  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs, maxRuns: 100, receiptRetentionMs })
+  const raw = new Redis(REDIS_URL)
+  t.teardown(async () => {
+    await store.close()
+    raw.disconnect()
+    await deleteByPrefix(prefix)
+  })
+  const now = Date.now()
+  await store.createRun(makeRun('r1', now))
+  const runTtl = await raw.pttl(`${prefix}run:r1`)
+  t.ok(runTtl > runTtlMs - 5000 && runTtl <= runTtlMs, `an idle run lives runTtl (${runTtl} ms)`)
+
+  await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
+  const receiptTtl = await raw.pttl(`${prefix}op:op_1`)
+  t.ok(receiptTtl >= runTtl + receiptRetentionMs - 5000, `a receipt lives its run's time and the retention (${receiptTtl} ms)`)
+  t.ok(await raw.pttl(`${prefix}journal:r1`) >= receiptTtl - 5000, 'and so does the run journal')
+
+  await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b1', owner: 'x', leaseExpiresAt: Date.now() + 10 * runTtlMs } })
+  const leasedTtl = await raw.pttl(`${prefix}run:r1`)
+  t.ok(leasedTtl > 9 * runTtlMs, `a leased run lives at least until its lease expires (${leasedTtl} ms)`)
+  t.ok(await raw.pttl(`${prefix}op:op_1`) >= leasedTtl + receiptRetentionMs, 'its receipts are pushed on with it')
+
+  await store.putBatch('r1', { batchId: 'b1', requestHash: 'h', response: {}, completedAt: Date.now() })
+  const batchTtl = await raw.pttl(`${prefix}batches:r1`)
+  t.ok(Math.abs(batchTtl - await raw.pttl(`${prefix}run:r1`)) < 5000, 'batch records live exactly as long as their run')
+
+  const keys = (await raw.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort()
+  t.same(keys, ['batches:r1', 'idx:active', 'idx:leased', 'idx:runs', 'journal:r1', 'op:op_1', 'run:r1'], 'every key is under the prefix')
+})
