@@ -1,10 +1,13 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
+import underPressure from '@fastify/under-pressure'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import { registerAuth } from './http/auth.js'
+import { registerRateLimit } from './auth/rate-limit.js'
+import { ProblemError } from './errors.js'
 import { registerJsonBody } from './http/json-body.js'
-import { registerProblems } from './http/problems.js'
+import { registerProblems, sendProblem } from './http/problems.js'
 import { type ServiceOverrides, type Services, createServices } from './services.js'
 import { createLogger } from './logger.js'
 import { Problem } from '../schemas/common.js'
@@ -28,7 +31,18 @@ declare module 'fastify' {
 
 export interface AppOptions extends ServiceOverrides {
   logger?: Logger
+  /** How often load shedding samples the event loop. @default 1000 */
+  pressureSampleIntervalMs?: number
 }
+
+/** Routes that answer however loaded the process is: probes and metrics must see the overload. */
+const NEVER_SHED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
+/** Longest path parameter routed; longer ones are refused as invalid requests. */
+const MAX_PARAM_LENGTH = 512
+/** Seconds a shed client is asked to wait (Retry-After). */
+export const SHED_RETRY_AFTER_SECONDS = 5
+/** Node checks request timeouts on this period at most (its default, 30 s, would let a 1 s timeout run to 31 s). */
+const MAX_TIMEOUT_CHECK_MS = 1000
 
 /** Builds the service without listening: routes, hooks, services. Close it to free everything. */
 export async function buildApp (config: Config, opts: AppOptions = {}): Promise<FastifyInstance> {
@@ -38,8 +52,20 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
     // One line per request is written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
+    // Slow clients: a request not received whole within this answers 408 and its socket closes.
+    // Node only honours it when given to createServer (fastify sets it afterwards), hence `http`.
     requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(10, Math.min(MAX_TIMEOUT_CHECK_MS, Math.floor(config.requestTimeoutMs / 4) || MAX_TIMEOUT_CHECK_MS))
+    },
     return503OnClosing: true,
+    // Ids may be 128 characters (SPEC); fastify's default of 100 would refuse the longest.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Errors found before routing (a path that is not valid UTF-8, a parameter too long) are problems too.
+    frameworkErrors: (err, _request, reply) => {
+      sendProblem(reply, 'invalid_request', err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The path is not valid (bad percent-encoding or UTF-8).')
+    },
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } }
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -50,7 +76,16 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
 
   registerJsonBody(app)
   registerProblems(app)
+  // Shedding comes first: an overloaded process should not even check keys.
+  if (config.maxEventLoopDelayMs > 0) {
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.maxEventLoopDelayMs,
+      sampleInterval: opts.pressureSampleIntervalMs ?? 1000,
+      pressureHandler: shed
+    })
+  }
   registerAuth(app, services.keys, config.metricsAuth)
+  if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs })
   await registerOpenApi(app)
   app.addHook('onResponse', async (req, reply) => {
     req.log.info({ method: req.method, route: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request')
@@ -64,4 +99,11 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
 
   app.addHook('onClose', async () => { await services.close() })
   return app
+}
+
+/** under-pressure's handler: a 503 overloaded problem, except for the routes that must always answer. */
+async function shed (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (request.routeOptions.url !== undefined && NEVER_SHED.has(request.routeOptions.url)) return
+  reply.header('retry-after', String(SHED_RETRY_AFTER_SECONDS))
+  throw new ProblemError('overloaded', 'The service is overloaded; retry later.')
 }

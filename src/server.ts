@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { dirname, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
-import { KeyRing } from './auth/keys.js'
+import { KeyRing, KeysFileError } from './auth/keys.js'
 import { ConfigError, type Config, loadConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { readToolsFile } from './tools/load.js'
@@ -45,7 +45,9 @@ async function main (): Promise<void> {
       logger.info({ executor: address }, 'TOOLGATE_TOOLS_FILE is unset: serving the example tools with the example executor')
     }
   } catch (err) {
-    logger.fatal({ err: { message: (err as Error).message } }, 'cannot start')
+    const problems = err instanceof KeysFileError ? err.problems : [(err as Error).message]
+    logger.fatal({ problems }, 'cannot start')
+    process.stderr.write(`Cannot start: ${err instanceof KeysFileError ? err.message : (err as Error).message}\n`)
     process.exit(2)
   }
   if (keys.open) logger.warn('No TOOLGATE_API_KEYS_FILE: the service runs OPEN, as one tenant with every role. Do not expose it.')
@@ -62,14 +64,20 @@ async function main (): Promise<void> {
 
   let stopping = false
   const shutdown = async (signal: string): Promise<void> => {
-    if (stopping) return
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now')
+      process.exit(1)
+    }
     stopping = true
     app.services.draining = true
-    logger.info({ signal, inFlight: app.services.engine.inFlight }, 'draining: no new batches; waiting for batches in flight')
+    const { engine } = app.services
+    logger.info({ signal, inFlight: engine.inFlight }, 'draining: no new batches; waiting for batches in flight')
     const deadline = Date.now() + config.shutdownTimeoutMs
-    while (app.services.engine.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-    if (app.services.engine.inFlight > 0) logger.warn({ inFlight: app.services.engine.inFlight }, 'shutdown deadline passed with batches in flight')
-    await app.close()
+    while (engine.inFlight > 0 && Date.now() < deadline) await sleep(DRAIN_POLL_MS)
+    if (engine.inFlight > 0) logger.warn({ inFlight: engine.inFlight }, 'shutdown deadline passed with batches in flight')
+    // A batch past the deadline holds its connection open; close() would wait for it, so it gets a bounded grace.
+    const closed = await Promise.race([app.close().then(() => true), sleep(CLOSE_GRACE_MS).then(() => false)])
+    if (!closed) logger.warn('connections still open after the grace period; exiting anyway')
     await example?.close()
     logger.info('stopped')
     process.exit(0)
@@ -77,9 +85,16 @@ async function main (): Promise<void> {
   process.on('SIGTERM', () => { void shutdown('SIGTERM') })
   process.on('SIGINT', () => { void shutdown('SIGINT') })
 
-  await app.listen({ port: config.port, host: config.host })
-  app.log.info({ tools: app.services.tools.size }, 'toolgate ready')
+  const address = await app.listen({ port: config.port, host: config.host })
+  app.log.info({ address, tools: app.services.tools.size }, 'toolgate ready')
 }
+
+/** How often draining looks at the batches in flight. */
+const DRAIN_POLL_MS = 50
+/** After the drain, how long closing the server may take before the process exits anyway. */
+const CLOSE_GRACE_MS = 2000
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 function withOrigin (def: unknown, origin: string): unknown {
   const d = def as { executor: { url: string } }

@@ -4,7 +4,14 @@ import type { ExternalAuthorizer } from '../prepare/authorize.js'
 export interface AuthorizerOptions {
   url: string
   timeoutMs: number
+  /** Largest answer read; a larger one is no decision. @default 65536 */
+  maxAnswerBytes?: number
 }
+
+/** A decision is a few dozen bytes; anything near this is not one. */
+export const MAX_AUTHORIZER_ANSWER_BYTES = 64 * 1024
+
+const NO_DECISION = 'The authorizer gave no decision; the call was not run.'
 
 /**
  * Final authorization by an external policy engine in Open Policy Agent's
@@ -15,6 +22,7 @@ export interface AuthorizerOptions {
 export function createAuthorizer (opts: AuthorizerOptions): ExternalAuthorizer {
   const agent = new Agent({ keepAliveTimeout: 10_000, connect: { timeout: opts.timeoutMs } })
   const url = new URL(opts.url)
+  const maxBytes = opts.maxAnswerBytes ?? MAX_AUTHORIZER_ANSWER_BYTES
   return async (input) => {
     try {
       const res = await agent.request({
@@ -25,9 +33,13 @@ export function createAuthorizer (opts: AuthorizerOptions): ExternalAuthorizer {
         body: JSON.stringify({ input }),
         signal: AbortSignal.timeout(opts.timeoutMs)
       })
-      const text = await res.body.text()
-      if (res.statusCode !== 200) return { ok: false, reason: 'unauthorized', message: 'The authorizer could not decide; the call was not run.' }
-      const result = (JSON.parse(text) as { result?: unknown }).result
+      if (res.statusCode !== 200) {
+        await res.body.dump()
+        return { ok: false, reason: 'unauthorized', message: 'The authorizer could not decide; the call was not run.' }
+      }
+      const text = await readCapped(res.body, maxBytes)
+      if (text === null) return { ok: false, reason: 'unauthorized', message: NO_DECISION }
+      const result = resultOf(text)
       if (result === true) return { ok: true, value: undefined }
       if (result === false) return { ok: false, reason: 'policy_denied', message: 'The host policy does not allow this call.' }
       if (typeof result === 'object' && result !== null && typeof (result as { allow?: unknown }).allow === 'boolean') {
@@ -36,9 +48,33 @@ export function createAuthorizer (opts: AuthorizerOptions): ExternalAuthorizer {
         const why = typeof reason === 'string' && reason.length > 0 ? reason.slice(0, 500) : 'The host policy does not allow this call.'
         return { ok: false, reason: 'policy_denied', message: why }
       }
-      return { ok: false, reason: 'unauthorized', message: 'The authorizer gave no decision; the call was not run.' }
+      return { ok: false, reason: 'unauthorized', message: NO_DECISION }
     } catch {
       return { ok: false, reason: 'unauthorized', message: 'The authorizer could not be reached; the call was not run.' }
     }
   }
+}
+
+/** The `result` member of an OPA answer; undefined when the text is not a JSON object holding one. */
+function resultOf (text: string): unknown {
+  let doc: unknown
+  try { doc = JSON.parse(text) } catch { return undefined }
+  return typeof doc === 'object' && doc !== null ? (doc as { result?: unknown }).result : undefined
+}
+
+/** The body as text, or null once it passes `max` bytes (the rest is not read). */
+async function readCapped (body: AsyncIterable<Buffer> & { destroy: () => void, on: (event: 'error', fn: () => void) => unknown }, max: number): Promise<string | null> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.length
+    if (size > max) {
+      // Destroying emits 'error'; unheard, it would be an uncaught exception.
+      body.on('error', () => {})
+      body.destroy()
+      return null
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }

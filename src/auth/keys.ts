@@ -17,14 +17,41 @@ export interface Principal {
 }
 
 const KeyEntry = Type.Object({
-  key: Type.Optional(Type.String({ minLength: 16, maxLength: 4096 })),
+  key: Type.Optional(Type.String({ minLength: 16, maxLength: 4096, pattern: '^\\S+$' })),
   sha256: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$' })),
   tenant: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' }),
   roles: Type.Array(Type.Union(ROLES.map((r) => Type.Literal(r))), { minItems: 1 }),
   scopes: Type.Optional(Type.Array(Type.String({ minLength: 1 })))
 }, { additionalProperties: false })
-const KeysFile = Type.Object({ keys: Type.Array(KeyEntry) })
-const checkKeysFile = TypeCompiler.Compile(KeysFile)
+const checkEntry = TypeCompiler.Compile(KeyEntry)
+
+/** A keys file that cannot be used; `problems` names every thing wrong, each with its place. */
+export class KeysFileError extends Error {
+  readonly problems: string[]
+  constructor (source: string, problems: string[]) {
+    super(`${source}:\n- ${problems.join('\n- ')}`)
+    this.name = 'KeysFileError'
+    this.problems = problems
+  }
+}
+
+/** Every problem of one entry: its shape, and what the shape cannot say. */
+function entryProblems (entry: unknown, at: string): string[] {
+  const problems: string[] = []
+  // One line per place: a union of literals reports once per member otherwise.
+  const seen = new Set<string>()
+  for (const e of checkEntry.Errors(entry)) {
+    if (seen.has(e.path)) continue
+    seen.add(e.path)
+    const message = /^\/roles\/\d+$/.test(e.path) ? `must be one of ${ROLES.join(', ')}` : e.message
+    problems.push(`${at}${e.path}: ${message}`)
+  }
+  if (typeof entry === 'object' && entry !== null && !Array.isArray(entry)) {
+    const { key, sha256 } = entry as { key?: unknown, sha256?: unknown }
+    if ((key === undefined) === (sha256 === undefined)) problems.push(`${at}: give exactly one of "key" or "sha256"`)
+  }
+  return problems
+}
 
 interface Stored { digest: Buffer, principal: Principal }
 
@@ -47,23 +74,31 @@ export class KeyRing {
     return this.#byDigest.size === 0
   }
 
+  /** Builds the ring from a parsed keys file; throws KeysFileError listing every problem. */
   static fromDocument (doc: unknown, source = 'TOOLGATE_API_KEYS_FILE'): KeyRing {
-    if (!checkKeysFile.Check(doc)) {
-      const problems = [...checkKeysFile.Errors(doc)].slice(0, 10).map((e) => `${e.path || '(file)'}: ${e.message}`)
-      throw new Error(`${source}: ${problems.join('; ')}`)
+    const entries = (doc as { keys?: unknown } | null)?.keys
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc) || !Array.isArray(entries)) {
+      throw new KeysFileError(source, ['(file): expected an object with a "keys" array'])
     }
-    const ring = new KeyRing()
     const problems: string[] = []
-    for (const [i, entry] of doc.keys.entries()) {
-      if ((entry.key === undefined) === (entry.sha256 === undefined)) {
-        problems.push(`/keys/${i}: give exactly one of "key" or "sha256"`)
+    for (const name of Object.keys(doc)) if (name !== 'keys') problems.push(`/${name}: unknown member`)
+    // A keys file that holds no key is a mistake, not a wish to run open: that is asked for by leaving the file unset.
+    if (entries.length === 0) problems.push('/keys: holds no key; to run open, leave TOOLGATE_API_KEYS_FILE unset')
+    const ring = new KeyRing()
+    const firstSeen = new Map<string, number>()
+    for (const [i, entry] of entries.entries()) {
+      const found = entryProblems(entry, `/keys/${i}`)
+      if (found.length > 0 || !checkEntry.Check(entry)) {
+        problems.push(...found)
         continue
       }
       const hex = entry.sha256?.toLowerCase() ?? sha256Hex(entry.key!)
-      if (ring.#byDigest.has(hex)) {
-        problems.push(`/keys/${i}: the same key appears twice`)
+      const first = firstSeen.get(hex)
+      if (first !== undefined) {
+        problems.push(`/keys/${i}: the same key as /keys/${first}`)
         continue
       }
+      firstSeen.set(hex, i)
       ring.#byDigest.set(hex, {
         digest: Buffer.from(hex, 'hex'),
         principal: Object.freeze({
@@ -74,7 +109,7 @@ export class KeyRing {
         })
       })
     }
-    if (problems.length > 0) throw new Error(`${source}: ${problems.join('; ')}`)
+    if (problems.length > 0) throw new KeysFileError(source, problems)
     return ring
   }
 
@@ -83,7 +118,7 @@ export class KeyRing {
     try {
       doc = await readStructuredFile(path)
     } catch (err) {
-      throw new Error(`TOOLGATE_API_KEYS_FILE ${path}: ${(err as Error).message}`)
+      throw new KeysFileError(`TOOLGATE_API_KEYS_FILE ${path}`, [`(file): ${(err as Error).message}`])
     }
     return KeyRing.fromDocument(doc, `TOOLGATE_API_KEYS_FILE ${path}`)
   }

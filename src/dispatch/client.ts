@@ -78,7 +78,7 @@ export class ExecutorClient {
     const status = res.statusCode
     const declared = Number(res.headers['content-length'])
     if (Number.isFinite(declared) && declared > this.#opts.maxResponseBytes) {
-      res.body.destroy()
+      discard(res.body)
       return { kind: 'unknown', code: 'response_too_large', status }
     }
     let text: string
@@ -106,18 +106,27 @@ function pathOf (url: string): string {
   return u.pathname + u.search
 }
 
-async function readCapped (body: AsyncIterable<Buffer> & { destroy: (err?: Error) => void }, max: number): Promise<string> {
+async function readCapped (body: AsyncIterable<Buffer> & Parameters<typeof discard>[0], max: number): Promise<string> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {
     size += chunk.length
     if (size > max) {
-      body.destroy()
+      discard(body)
       throw new ResponseTooLarge('response too large')
     }
     chunks.push(chunk)
   }
   return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')
+}
+
+/**
+ * Drops a body without reading the rest. Destroying an undici body emits
+ * 'error' (RequestAbortedError); unheard, that would be an uncaught exception.
+ */
+function discard (body: { destroy: (err?: Error) => void, on: (event: 'error', fn: () => void) => unknown }): void {
+  body.on('error', () => {})
+  body.destroy()
 }
 
 function errorCode (err: unknown, timedOut: boolean): string {

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { KeyRing, Principal, Role } from '../auth/keys.js'
 import { ProblemError } from '../errors.js'
 
@@ -15,12 +15,17 @@ declare module 'fastify' {
 /** Resolves the caller's key on every request and enforces the route's roles. */
 export function registerAuth (app: FastifyInstance, keys: KeyRing, metricsAuth: boolean): void {
   app.decorateRequest('principal', null)
-  app.addHook('onRequest', async (request: FastifyRequest) => {
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     let roles = request.routeOptions.config.roles
     if (request.routeOptions.url === '/metrics' && metricsAuth) roles = ['operator']
     if (roles === undefined) return
-    const principal = keys.authenticate(request.headers.authorization)
-    if (principal === null) throw new ProblemError('unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".')
+    const { authorization } = request.headers
+    const principal = keys.authenticate(authorization)
+    if (principal === null) {
+      // RFC 6750 section 3: say which scheme, and whether a presented key was refused.
+      reply.header('www-authenticate', authorization === undefined ? 'Bearer realm="toolgate"' : 'Bearer realm="toolgate", error="invalid_token"')
+      throw new ProblemError('unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".')
+    }
     if (!roles.some((r) => principal.roles.has(r))) throw new ProblemError('forbidden', `This route needs the ${roles.join(' or ')} role.`)
     request.principal = principal
   })
