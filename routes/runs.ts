@@ -17,9 +17,11 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
 
   app.post('/v1/runs', {
     config: orchestrator,
-    schema: { tags: ['runs'], summary: 'Create a run', body: Type.Optional(CreateRunBody), response: { 201: RunRef, ...problems(400, 401, 403, 409, 503) } }
+    schema: { tags: ['runs'], summary: 'Create a run', body: CreateRunBody, response: { 201: RunRef, ...problems(400, 401, 403, 409, 503) } },
+    // Every field is optional, so is the body: no body is {}.
+    preValidation: async (req) => { req.body ??= {} }
   }, async (req, reply) => {
-    const view = await runs.create(principalOf(req).tenant, req.body ?? {})
+    const view = await runs.create(principalOf(req).tenant, req.body)
     services.telemetry.summary.runCreated()
     return reply.code(201).send(view)
   })

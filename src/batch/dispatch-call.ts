@@ -50,6 +50,8 @@ export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): Pla
           : errorContent('executor_rejected', `The tool refused the call (HTTP ${status}).`)
         return { status: 'error', content, isError: true, details: { httpStatus: status, ...executorDetails(body) } }
       }
+      // A 2xx is definitive: an empty one (204) is a success with nothing to say.
+      if (answer.bodyText === '') return { status: 'ok', content: '', isError: false, details: { httpStatus: status } }
       if (!isObject(body) || (body.isError !== undefined && typeof body.isError !== 'boolean') ||
           (body.details !== undefined && !isObject(body.details))) {
         return unknownOutcome('unreadable_answer', status, readOnly)

@@ -131,7 +131,7 @@ export class BatchEngine {
    */
   async #resume (req: BatchRequest, requestHash: string): Promise<{ response: BatchResponse, replayed: boolean }> {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Begin => {
-      if (run.tenant !== req.tenant) return { kind: 'not_found' }
+      if (run.tenant !== req.tenant) throw notFound(req.runId)
       const now = Date.now()
       if (run.inFlight !== null && run.inFlight.leaseExpiresAt > now) return { kind: 'busy' }
       if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason }
@@ -147,7 +147,8 @@ export class BatchEngine {
 
   /** Inside the run's atomic update: take the lease, or say why not. */
   #begin (run: RunRecord, req: BatchRequest, requestHash: string, tokens: number): Begin {
-    if (run.tenant !== req.tenant) return { kind: 'not_found' }
+    // Thrown, not returned: a throw leaves another tenant's run untouched (not even its idle timer).
+    if (run.tenant !== req.tenant) throw notFound(req.runId)
     const now = Date.now()
     const known = run.batches[req.batchId]
     const leased = run.inFlight !== null && run.inFlight.leaseExpiresAt > now
@@ -412,6 +413,10 @@ export class BatchEngine {
     })
     return response
   }
+}
+
+function notFound (runId: string): ProblemError {
+  return new ProblemError('run_not_found', `No run ${runId}`)
 }
 
 /** Why a call did not succeed, for spans and logs: a reason code, a cause or an HTTP status. */

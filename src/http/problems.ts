@@ -20,7 +20,10 @@ function toProblem (err: FastifyError, request: FastifyRequest): ProblemError {
   if (err.validation !== undefined) {
     const code = request.routeOptions.config.validationCode ?? 'invalid_request'
     const where = err.validationContext ?? 'body'
-    const list = err.validation.slice(0, 5).map((v) => `${where}${v.instancePath || ''} ${v.message ?? 'is invalid'}`)
+    const list = err.validation.slice(0, 5).map((v) => {
+      const extra = v.keyword === 'additionalProperties' ? `: ${JSON.stringify((v.params as { additionalProperty?: string }).additionalProperty)}` : ''
+      return `${where}${v.instancePath || ''} ${v.message ?? 'is invalid'}${extra}`
+    })
     return new ProblemError(code, list.join('; '))
   }
   switch (err.code) {

@@ -33,6 +33,8 @@ function findProblem (value: unknown, depth: number, maxDepth: number, underCons
   if (value === null) return null
   const type = typeof value
   if (type === 'function' || type === 'symbol' || type === 'bigint') return 'arguments must hold only JSON values'
+  // JSON text like 1e400 parses to Infinity, which no JSON can hold
+  if (type === 'number' && !Number.isFinite(value)) return 'arguments must hold only finite numbers'
   if (type !== 'object') return null
   if (depth > maxDepth) return `arguments nest deeper than ${maxDepth} levels`
   if (Array.isArray(value)) {

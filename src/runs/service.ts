@@ -72,14 +72,15 @@ export class RunService {
   /** Cancels the batch in flight, if any, and sets the run to `cancelled`. A run already stopped is left as it is. */
   async cancel (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#o.store.updateRun(runId, (run) => {
-      if (run.tenant !== tenant) return null
+      // Thrown, not returned: a throw leaves another tenant's run untouched.
+      if (run.tenant !== tenant) throw notFound(runId)
       if (run.state === 'active') {
         run.state = 'cancelled'
         run.terminationReason = 'cancelled'
       }
       return run
     })
-    if (!result.found || result.value === null) throw new ProblemError('run_not_found', `No run ${runId}`)
+    if (!result.found) throw notFound(runId)
     // The state is stored: a replica that misses this message sees it at its batch's next lease renewal.
     await this.#o.store.publishCancel(runId, 'cancelled').catch(() => {})
     return this.view(result.value)
@@ -88,15 +89,19 @@ export class RunService {
   /** A genuine user message reached the model: the exact-repeat streak starts over. */
   async message (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#o.store.updateRun(runId, (run) => {
-      if (run.tenant !== tenant) return { kind: 'not_found' as const }
+      if (run.tenant !== tenant) throw notFound(runId)
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason }
       run.repeat = { fingerprint: null, count: 0, advised: false }
       return { kind: 'ok' as const, run }
     })
-    if (!result.found || result.value.kind === 'not_found') throw new ProblemError('run_not_found', `No run ${runId}`)
+    if (!result.found) throw notFound(runId)
     if (result.value.kind === 'not_active') {
       throw new ProblemError('run_not_active', `The run is not active (${result.value.reason ?? 'unknown'}).`, { terminationReason: result.value.reason })
     }
     return this.view(result.value.run)
   }
+}
+
+function notFound (runId: string): ProblemError {
+  return new ProblemError('run_not_found', `No run ${runId}`)
 }

@@ -39,9 +39,12 @@ export class ToolRegistry implements ToolLookup {
   readonly #tools = new Map<string, Tool>()
   readonly #byAlias = new Map<string, Tool>()
   readonly #opts: RegistryOptions
+  /** One Ajv for every schema of this registry: building one (with formats) costs far more than a compile. */
+  readonly #ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true })
 
   constructor (opts: RegistryOptions) {
     this.#opts = opts
+    addFormats(this.#ajv)
   }
 
   /** Compiles a definition, or throws InvalidToolError listing every problem. */
@@ -65,11 +68,13 @@ export class ToolRegistry implements ToolLookup {
 
     let validate: Tool['validate'] | undefined
     try {
-      const ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true })
-      addFormats(ajv)
-      validate = ajv.compile(def.inputSchema)
+      validate = this.#ajv.compile(def.inputSchema)
     } catch (err) {
       problems.push(`/inputSchema: ${(err as Error).message}`)
+    } finally {
+      // The compiled function stands alone; forgetting the schema lets another
+      // tool (or a replacement) use the same $id.
+      this.#ajv.removeSchema(def.inputSchema)
     }
 
     let conflictKey: Tool['conflictKey'] = null
@@ -142,7 +147,10 @@ export class ToolRegistry implements ToolLookup {
 
   /** Registers or replaces a tool; answers whether it was new. */
   put (input: unknown): { tool: Tool, created: boolean } {
-    const tool = this.compile(input)
+    return this.#install(this.compile(input))
+  }
+
+  #install (tool: Tool): { tool: Tool, created: boolean } {
     const previous = this.#tools.get(tool.name)
     if (previous !== undefined) for (const alias of previous.aliases) this.#byAlias.delete(alias)
     this.#tools.set(tool.name, tool)
@@ -171,7 +179,7 @@ export class ToolRegistry implements ToolLookup {
       }
     }
     if (problems.length > 0) throw new InvalidToolError(problems)
-    for (const tool of staging.list()) this.put(tool.definition)
+    for (const tool of staging.list()) this.#install(tool)
   }
 
   delete (name: string): boolean {

@@ -1,11 +1,11 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
 
 type Result = { callId: string, status: string, content: string, isError: boolean, details: Record<string, any> }
 
 const committed = { status: 'committed', result: { label: 'Wall #12', reward: 5 }, stateRevision: 42 }
 
-async function setup (t: Parameters<Parameters<typeof t.test>[1]>[0], action: Record<string, unknown> = {}, keysDoc?: unknown) {
+async function setup (t: Test, action: Record<string, unknown> = {}, keysDoc?: unknown) {
   const ex = await startExecutor(t)
   ex.on('build', () => committed)
   const { app } = await buildTestApp(t, {

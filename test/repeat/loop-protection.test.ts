@@ -1,9 +1,9 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildTestApp, post, startExecutor, tool } from '../helper.js'
 
 type Result = { callId: string, status: string, details: { reason?: string } }
 
-async function setup (t: Parameters<Parameters<typeof t.test>[1]>[0], runOptions: Record<string, unknown> = {}) {
+async function setup (t: Test, runOptions: Record<string, unknown> = {}) {
   const ex = await startExecutor(t)
   const { app, logs } = await buildTestApp(t, {
     tools: [

@@ -1,9 +1,9 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildTestApp, post, sleep, startExecutor, tool } from '../helper.js'
 
 type Result = { status: string, details: { reason?: string } }
 
-async function setup (t: Parameters<Parameters<typeof t.test>[1]>[0], limits: Record<string, unknown>) {
+async function setup (t: Test, limits: Record<string, unknown>) {
   const ex = await startExecutor(t)
   const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poll', ex.url, { readOnly: true, trackExactRepeats: false })] })
   const run = await post(app, '/v1/runs', { limits })

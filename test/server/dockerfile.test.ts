@@ -45,7 +45,7 @@ t.test("the image's CMD starts the service, its HEALTHCHECK passes, and SIGTERM 
   const [cmd, ...args] = execForm(instruction(dockerfile, 'CMD').at(-1)!)
   const healthcheck = execForm(instruction(dockerfile, 'HEALTHCHECK')[0]!)
   const port = await freePort()
-  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
   delete env.TOOLGATE_TOOLS_FILE
   const child = spawn(cmd!, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''

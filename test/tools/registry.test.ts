@@ -1,0 +1,182 @@
+import t from 'tap'
+import { join } from 'node:path'
+import { readToolsFile } from '../../src/tools/load.js'
+import { InvalidToolError, ToolRegistry } from '../../src/tools/registry.js'
+
+const URL_BASE = 'http://127.0.0.1:9000/tools'
+
+const look = {
+  name: 'look',
+  description: 'Look at a tile.',
+  inputSchema: { type: 'object', properties: { x: { type: 'integer' }, y: { type: 'integer' } }, required: ['x', 'y'] },
+  executor: { url: `${URL_BASE}/look` },
+  readOnly: true,
+  aliases: ['peek']
+}
+const build = {
+  name: 'build',
+  inputSchema: { type: 'object', properties: { kind: { type: 'string' }, x: { type: 'integer' }, y: { type: 'integer' } } },
+  executor: { url: `${URL_BASE}/build`, timeoutMs: 1000 },
+  conflictKey: 'tile:{/x}:{/y}',
+  action: { projection: "{ 'status': receipt.status }" }
+}
+
+const YAML = `
+# The same two tools, as YAML.
+tools:
+  - name: look
+    description: Look at a tile.
+    inputSchema:
+      type: object
+      properties:
+        x: { type: integer }
+        y: { type: integer }
+      required: [x, y]
+    executor:
+      url: ${URL_BASE}/look
+    readOnly: true
+    aliases: [peek]
+  - name: build
+    inputSchema:
+      type: object
+      properties:
+        kind: { type: string }
+        x: { type: integer }
+        y: { type: integer }
+    executor: { url: "${URL_BASE}/build", timeoutMs: 1000 }
+    conflictKey: "tile:{/x}:{/y}"
+    action:
+      projection: "{ 'status': receipt.status }"
+`
+
+function problemsOf (fn: () => unknown): string[] {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof InvalidToolError) return err.problems
+    throw err
+  }
+  return []
+}
+
+t.test('a JSON tools file loads and registers every tool with its defaults', async (t) => {
+  const dir = t.testdir({ 'tools.json': JSON.stringify({ tools: [look, build] }) })
+  const defs = await readToolsFile(join(dir, 'tools.json'))
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  registry.putAll(defs)
+  t.same(registry.list().map((x) => x.name), ['build', 'look'], 'listed by name')
+  const tool = registry.resolve('peek')
+  t.equal(tool?.name, 'look', 'an alias resolves to its tool')
+  t.equal(registry.get('build')?.executor.timeoutMs, 1000)
+  t.equal(registry.get('look')?.executor.timeoutMs, 30000, 'timeoutMs defaults to 30000')
+  t.equal(registry.get('build')?.readOnly, false, 'readOnly defaults to false')
+  t.equal(registry.get('build')?.execution, 'auto')
+  t.equal(registry.get('build')?.trackExactRepeats, true)
+  t.equal(registry.get('build')?.action?.maxModelReceiptChars, 4096)
+  t.ok(registry.get('build')?.validate({ kind: 'wall', x: 1, y: 2 }), 'the schema is compiled')
+  t.notOk(registry.get('look')?.validate({ x: 1 }), 'the compiled schema enforces required')
+})
+
+t.test('a YAML tools file loads the same tools as the JSON one', async (t) => {
+  const dir = t.testdir({ 'tools.yaml': YAML, 'tools.yml': YAML, 'tools.json': JSON.stringify({ tools: [look, build] }) })
+  const fromJson = new ToolRegistry({ allowedOrigins: null })
+  fromJson.putAll(await readToolsFile(join(dir, 'tools.json')))
+  for (const file of ['tools.yaml', 'tools.yml']) {
+    const registry = new ToolRegistry({ allowedOrigins: null })
+    registry.putAll(await readToolsFile(join(dir, file)))
+    t.strictSame(registry.list().map((x) => x.definition), fromJson.list().map((x) => x.definition), file)
+  }
+})
+
+t.test('a file with several bad tools lists every problem of every tool, and registers none', async (t) => {
+  const dir = t.testdir({
+    'tools.json': JSON.stringify({
+      tools: [
+        look,
+        { ...build, name: 'bad name' },
+        { ...build, name: 'schema', inputSchema: { type: 12 } },
+        { ...build, name: 'ftp', executor: { url: 'ftp://h/x' } },
+        { ...build, name: 'key', conflictKey: 'tile:{/x' },
+        { ...build, name: 'proj', action: { projection: '{ "a": ' } },
+        { ...look, aliases: [] },
+        { ...build, name: 'extra', colour: 'blue' },
+        { ...build, name: 'many', inputSchema: { type: 12 }, executor: { url: 'ftp://h/x' }, conflictKey: 'k:{x}' }
+      ]
+    })
+  })
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  const defs = await readToolsFile(join(dir, 'tools.json'))
+  const problems = problemsOf(() => registry.putAll(defs))
+  const text = problems.join('\n')
+  t.match(text, /tools\[1\].*name/, 'the bad name')
+  t.match(text, /tools\[2\] \(schema\).*inputSchema/, 'the bad schema')
+  t.match(text, /tools\[3\] \(ftp\).*url/, 'the ftp URL')
+  t.match(text, /tools\[4\] \(key\).*conflictKey/, 'the bad conflict key')
+  t.match(text, /tools\[5\] \(proj\).*projection/, 'the bad projection')
+  t.match(text, /tools\[6\] \(look\).*duplicate/, 'the duplicate name')
+  t.match(text, /tools\[7\] \(extra\)/, 'the unknown field')
+  const many = problems.filter((p) => p.startsWith('tools[8]'))
+  t.equal(many.length, 3, 'three problems of one tool are all listed')
+  t.equal(registry.size, 0, 'nothing was registered')
+})
+
+t.test('an alias clash inside the file is reported', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  const problems = problemsOf(() => registry.putAll([look, { ...build, aliases: ['peek'] }]))
+  t.match(problems.join('\n'), /tools\[1\] \(build\).*aliases.*peek/)
+  t.equal(registry.size, 0)
+})
+
+t.test('a tools file that cannot be read says which file and why', async (t) => {
+  const dir = t.testdir({
+    'broken.json': '{"tools": [',
+    'broken.yaml': 'tools: [\n  - name: x\n  bad: : :',
+    'no-tools.json': '{"tool": []}',
+    'not-array.yaml': 'tools: look',
+    'null.json': 'null'
+  })
+  for (const file of ['broken.json', 'broken.yaml', 'no-tools.json', 'not-array.yaml', 'null.json', 'missing.json']) {
+    const path = join(dir, file)
+    await t.rejects(readToolsFile(path), { message: new RegExp(path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) }, `${file}: the error names the file`)
+  }
+})
+
+t.test('the registry refuses an executor origin outside TOOLGATE_EXECUTOR_ALLOWED_ORIGINS', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: ['http://127.0.0.1:9000'] })
+  t.doesNotThrow(() => registry.put(look))
+  const problems = problemsOf(() => registry.put({ ...build, executor: { url: 'http://evil.example/tools/build' } }))
+  t.match(problems.join('\n'), /executor\/url.*evil\.example/)
+})
+
+t.test('executor URLs with credentials are refused', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  t.match(problemsOf(() => registry.put({ ...look, executor: { url: 'http://user:pw@127.0.0.1:9000/x' } })).join(), /credentials/)
+})
+
+t.test('replacing a tool frees its old aliases; deleting frees name and aliases', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  t.equal(registry.put(look).created, true)
+  t.equal(registry.put({ ...look, aliases: ['glance'] }).created, false)
+  t.equal(registry.resolve('peek'), undefined)
+  t.equal(registry.resolve('glance')?.name, 'look')
+  t.ok(registry.delete('look'))
+  t.notOk(registry.delete('look'))
+  t.equal(registry.resolve('glance'), undefined)
+  t.equal(registry.size, 0)
+})
+
+t.test('schemas are compiled with formats (draft 2020-12)', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  const { tool } = registry.put({
+    name: 'mail',
+    inputSchema: {
+      type: 'object',
+      properties: { to: { type: 'string', format: 'email' }, at: { type: 'string', format: 'date-time' }, pair: { type: 'array', prefixItems: [{ type: 'integer' }, { type: 'string' }], items: false } }
+    },
+    executor: { url: `${URL_BASE}/mail` }
+  })
+  t.ok(tool.validate({ to: 'a@example.com', at: '2024-01-01T00:00:00Z', pair: [1, 'a'] }))
+  t.notOk(tool.validate({ to: 'not-an-email' }), 'email format enforced')
+  t.notOk(tool.validate({ at: 'yesterday' }), 'date-time format enforced')
+  t.notOk(tool.validate({ pair: [1, 'a', 3] }), 'prefixItems with items false (2020-12) enforced')
+})
