@@ -1,0 +1,52 @@
+/**
+ * One bench server in its own process, so the load generator does not share
+ * its event loop: `child.js executor`, `child.js relay <executorUrl>` or
+ * `child.js toolgate <executorUrl> <logLevel>`. It reports `{ready, url}`
+ * over IPC, answers `cpu` with its CPU time, and exits on `stop` or when the
+ * parent goes away (so a crashed bench leaves nothing running).
+ */
+
+/** Messages from the parent. */
+export type ChildRequest = { type: 'stop' } | { type: 'cpu', id: number }
+/** Messages to the parent. */
+export type ChildReply =
+  | { type: 'ready', url: string }
+  | { type: 'cpu', id: number, userUs: number, systemUs: number, rss: number }
+
+const send = (msg: ChildReply): void => { process.send?.(msg) }
+
+// Each role imports only what it runs: the executor and the relay never load toolgate.
+async function start (role: string, args: string[]): Promise<{ url: string, close: () => Promise<void> }> {
+  switch (role) {
+    case 'executor': {
+      const app = (await import('./executor.js')).buildBenchExecutor()
+      return { url: await app.listen({ host: '127.0.0.1', port: 0 }), close: () => app.close() }
+    }
+    case 'relay': {
+      const relay = (await import('./relay.js')).buildRelay(args[0]!)
+      return { url: await relay.app.listen({ host: '127.0.0.1', port: 0 }), close: relay.close }
+    }
+    case 'toolgate': {
+      const { app, url } = await (await import('./toolgate.js')).startToolgate(args[0]!, args[1] ?? 'info')
+      return { url, close: () => app.close() }
+    }
+    default:
+      throw new Error(`unknown bench child role ${JSON.stringify(role)}`)
+  }
+}
+
+const server = await start(process.argv[2] ?? '', process.argv.slice(3))
+const stop = async (): Promise<void> => {
+  // Closing waits for keep-alive sockets; do not let that hold the exit (and the --cpu-prof write) up.
+  await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())])
+  process.exit(0)
+}
+process.on('message', (msg: ChildRequest) => {
+  if (msg.type === 'stop') void stop()
+  else if (msg.type === 'cpu') {
+    const { user, system } = process.cpuUsage()
+    send({ type: 'cpu', id: msg.id, userUs: user, systemUs: system, rss: process.memoryUsage.rss() })
+  }
+})
+process.on('disconnect', () => { void stop() })
+send({ type: 'ready', url: server.url })

@@ -1,0 +1,64 @@
+/** The results as Markdown tables, ready to paste into the README's Performance section. */
+import type { BenchResults } from './results.js'
+
+const n = (x: number): string => (Number.isFinite(x) ? x.toLocaleString('en-US', { maximumSignificantDigits: 3 }) : 'n/a')
+const mark = (ok: boolean): string => (ok ? '✓' : '✗')
+const atLeast = (x: number, target: number | null): string => (target === null ? n(x) : `${n(x)} ${mark(x >= target)} (≥ ${target})`)
+const atMost = (x: number, target: number, unit = ''): string => `${n(x)}${unit} ${mark(x <= target)} (≤ ${target}${unit})`
+
+export function markdown (r: BenchResults): string {
+  const m = r.meta
+  const out: string[] = []
+  out.push(`Measured by \`npm run bench\`${m.smoke ? ' --smoke (tiny counts: the figures mean nothing)' : ''} on ${m.date.slice(0, 10)}: Node ${m.node}, ` +
+    `${m.cpus} × ${m.cpuModel}, load average ${m.loadavgStart.join(' / ')} at the start and ${m.loadavgEnd.join(' / ')} at the end ` +
+    `(other work shared the machine), ${m.durationS} s in all. Medians of ${m.settings.rounds} rounds, the three targets interleaved ` +
+    `in every round; ratios are taken within a round. toolgate logs at \`${m.toolgateLogLevel}\` to /dev/null.`)
+  out.push('')
+  out.push('**Throughput**, calls per second, `look`-style read-only calls to a fast fastify executor. ' +
+    'direct: the load generator calls the executor itself; relay: a bare fastify + undici forwarder; toolgate: the built service.')
+  out.push('')
+  out.push('| batch | conns | direct | relay | toolgate | relay / direct | toolgate / relay | toolgate / direct | CPU µs per call, relay → toolgate |')
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const c of r.throughput) {
+    out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.concurrency} | ${n(c.callsPerSec.direct)} | ${n(c.callsPerSec.relay)} | ${n(c.callsPerSec.toolgate)} | ` +
+      `${n(c.relayOverDirect)} | ${atLeast(c.toolgateOverRelay, c.target)} | ${n(c.toolgateOverDirect)} | ${n(c.cpuUsPerCall.relay)} → ${n(c.cpuUsPerCall.toolgate)} (× ${n(c.cpuToolgateOverRelay)}) |`)
+  }
+  out.push('')
+  out.push('**Latency** of a batch at a moderate, fixed arrival rate (open loop), ms.')
+  out.push('')
+  out.push('| batch | batches/s | p50 direct | p50 relay | p50 toolgate | added p50 | p99 relay | p99 toolgate | added p99 |')
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const c of r.latency) {
+    out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.batchesPerSec} | ${n(c.p50Ms.direct)} | ${n(c.p50Ms.relay)} | ${n(c.p50Ms.toolgate)} | ` +
+      `${n(c.addedP50Ms)} ${mark(c.addedP50Ms < c.target)} (< ${c.target}) | ${n(c.p99Ms.relay)} | ${n(c.p99Ms.toolgate)} | ${n(c.addedP99Ms)} |`)
+  }
+  out.push('')
+  const mk = r.makespan
+  const sf = r.safety
+  out.push('**Scheduling**, calls that sleep a known time at the executor, one batch at a time.')
+  out.push('')
+  out.push('| measure | toolgate | reference | target |')
+  out.push('| --- | ---: | --- | --- |')
+  out.push(`| makespan of ${mk.batches} random constrained batches (reads, writes, keys, barriers, caps 1–8) | ${atMost(mk.measuredOverBound, mk.target)} | ` +
+    `lower bound the constraints allow (epochs, key chains, cap; each call charged its sleep + ${n(mk.executorOverheadMs)} ms executor round trip); ` +
+    `the scheduling rule alone reaches ${n(mk.ruleOverBound)}, toolgate's overhead adds × ${n(mk.measuredOverRule)}; worst batch ${n(mk.worstBatch)} | measured / bound ≤ ${mk.target} |`)
+  out.push(`| safety at speed: ${sf.batches} read-heavy batches of ${sf.callsPerBatch} calls (80% reads; writes keyed over ${sf.keys} keys) | ` +
+    `safeParallel / all-parallel ${atMost(sf.safeOverParallel, sf.target)} | the same batches in parallel mode with the keys dropped; ` +
+    `no schedule that keeps same-key writes apart can go below ${n(sf.floorSafeOverParallel)} here | ≤ ${sf.target} |`)
+  out.push(`| same-key overlaps seen by the executor | ${sf.overlapsToolgate + mk.overlaps} ${mark(sf.overlapsToolgate + mk.overlaps === 0)} | ` +
+    `all-parallel: ${sf.overlapsParallel} in ${sf.keyedWritesParallel} keyed writes | 0 |`)
+  out.push('')
+  out.push('**Cost per call and per run**, in process.')
+  out.push('')
+  out.push('| measure | toolgate | reference | ratio | target |')
+  out.push('| --- | ---: | --- | ---: | --- |')
+  for (const p of r.preparation) {
+    out.push(`| preparation + fingerprint CPU, ${p.name} | ${n(p.toolgateUs)} µs | ${n(p.referenceUs)} µs (parse, Ajv validate, JCS SHA-256) | ${n(p.ratio)} | ${atMost(p.toolgateUs, p.target, ' µs')} |`)
+  }
+  const mem = r.memory
+  out.push(`| memory per idle run (RSS growth over ${mem.runs.toLocaleString('en-US')} runs; heap ${n(mem.toolgateHeapBytesPerRun)} B) | ` +
+    `${n(mem.toolgateBytesPerRun)} B | ${n(mem.referenceBytesPerRun)} B (a Map of run ids to a 4-field record) | ${n(mem.ratio)} | ${atMost(mem.toolgateBytesPerRun, mem.target, ' B')} |`)
+  out.push('')
+  out.push(`Placement: ${m.placement}`)
+  return out.join('\n')
+}

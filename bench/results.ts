@@ -1,0 +1,96 @@
+/** The shape of bench/results.json. Every figure is a median over rounds unless it says otherwise. */
+import type { BenchSettings } from './settings.js'
+
+export const PLACEMENT = 'Four processes on 127.0.0.1, none pinned: the load generator (undici pools, and the in-process ' +
+  'preparation loop), the executor, the relay and toolgate. Only the service under test is loaded at any moment (the other ' +
+  'idles), so each measurement is three busy processes on the cores the OS gives them; direct is two. For batches the load ' +
+  'generator sends one request per batch and stays light (loadgenCores); direct makes it do the per-call work instead.'
+
+type PerTarget = { direct: number, relay: number, toolgate: number }
+
+export interface ThroughputCell {
+  batchSize: number
+  /** Batches in flight at once (connections to the service). */
+  concurrency: number
+  callsPerSec: PerTarget
+  relayOverDirect: number
+  toolgateOverRelay: number
+  toolgateOverDirect: number
+  /** CPU time the service process spent per call (µs). */
+  cpuUsPerCall: { relay: number, toolgate: number }
+  cpuToolgateOverRelay: number
+  /** Highest CPU use of the load generator in a window, in cores. */
+  loadgenCores: number
+  errors: number
+  /** Target for toolgateOverRelay, or null. */
+  target: number | null
+}
+
+export interface LatencyCell {
+  batchSize: number
+  batchesPerSec: number
+  p50Ms: PerTarget
+  p99Ms: PerTarget
+  /** toolgate minus relay, paired by round. */
+  addedP50Ms: number
+  addedP99Ms: number
+  errors: number
+  /** Batches not sent because every run was busy. */
+  dropped: number
+  target: number
+}
+
+export interface BenchResults {
+  meta: {
+    date: string
+    smoke: boolean
+    node: string
+    cpus: number
+    cpuModel: string
+    loadavgStart: number[]
+    loadavgEnd: number[]
+    durationS: number
+    toolgateLogLevel: string
+    placement: string
+    settings: BenchSettings
+  }
+  throughput: ThroughputCell[]
+  latency: LatencyCell[]
+  makespan: {
+    batches: number
+    /** Σ measured batch latency / Σ lower bound the constraints allow. */
+    measuredOverBound: number
+    /** The scheduling rule itself, with no overhead, over the bound. */
+    ruleOverBound: number
+    /** What toolgate's overhead adds to its rule. */
+    measuredOverRule: number
+    worstBatch: number
+    executorOverheadMs: number
+    /** Same-key overlaps the executor saw under toolgate (must be 0). */
+    overlaps: number
+    target: number
+  }
+  safety: {
+    batches: number
+    callsPerBatch: number
+    /** How many distinct conflict keys the writes draw from. */
+    keys: number
+    safeOverParallel: number
+    /** The least any schedule keeping same-key writes apart could reach on these batches, with no overhead. */
+    floorSafeOverParallel: number
+    overlapsParallel: number
+    keyedWritesParallel: number
+    overlapsToolgate: number
+    target: number
+  }
+  preparation: Array<{ name: string, toolgateUs: number, referenceUs: number, ratio: number, target: number }>
+  memory: {
+    runs: number
+    method: string
+    toolgateBytesPerRun: number
+    toolgateHeapBytesPerRun: number
+    referenceBytesPerRun: number
+    ratio: number
+    target: number
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * `npm run bench`: builds, then measures toolgate against direct calls and a
+ * bare relay on 127.0.0.1, prints Markdown tables and writes
+ * bench/results.json.
+ *
+ *   node dist/bench/run.js                 # the full bench, ~3 minutes
+ *   node dist/bench/run.js --smoke         # tiny counts, a few seconds (what the tests run)
+ *   node dist/bench/run.js --rounds 3      # fewer throughput and latency rounds
+ *   node dist/bench/run.js --out file.json # results elsewhere (smoke results go to the temp dir by default)
+ *   node dist/bench/run.js --log-level warn
+ *   node dist/bench/run.js --profile dir   # toolgate under --cpu-prof instead, and where its CPU went
+ */
+import { existsSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { profileMarkdown, profileToolgate } from './profiling.js'
+import { markdown } from './report.js'
+import { FULL, SMOKE } from './settings.js'
+import { runBench } from './suite.js'
+
+/** The directory holding package.json, above this file (bench/ or dist/bench/). */
+export function projectRoot (): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir)
+    if (up === dir) throw new Error('cannot find the project root (package.json)')
+    dir = up
+  }
+  return dir
+}
+
+async function main (): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      smoke: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
+      out: { type: 'string' },
+      'log-level': { type: 'string', default: 'info' },
+      profile: { type: 'string' }
+    }
+  })
+  const root = projectRoot()
+  const log = (line: string): void => { process.stderr.write(`bench: ${line}\n`) }
+  const logLevel = values['log-level']
+
+  if (values.profile !== undefined) {
+    const runs = await profileToolgate(root, values.profile, values.smoke ? SMOKE : FULL, logLevel, log)
+    process.stdout.write(profileMarkdown(runs) + '\n')
+    return
+  }
+
+  const rounds = values.rounds === undefined ? undefined : Number(values.rounds)
+  if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1)) throw new TypeError(`Expected --rounds to be a positive integer, got ${values.rounds}`)
+  const results = await runBench({ smoke: values.smoke, root, logLevel, log, ...(rounds === undefined ? {} : { rounds }) })
+  const out = values.out ?? (values.smoke ? join(tmpdir(), 'toolgate-bench-smoke.json') : join(root, 'bench', 'results.json'))
+  await writeFile(out, JSON.stringify(results, null, 2) + '\n')
+  process.stdout.write(markdown(results) + '\n')
+  log(`results written to ${out}`)
+}
+
+await main()

@@ -1,0 +1,63 @@
+/** How long and how much each measure runs: the full bench, and the smoke mode the tests run. */
+
+export interface BenchSettings {
+  /** Throughput rounds (each target measured once per cell per round, targets interleaved). */
+  rounds: number
+  concurrency: readonly number[]
+  batchSizes: readonly number[]
+  /** Each target, once, before anything is measured. */
+  globalWarmupMs: number
+  warmupMs: number
+  windowMs: number
+  latency: { rounds: number, warmupMs: number, windowMs: number, batchesPerSec: Readonly<Record<number, number>>, runs: number }
+  makespan: { rounds: number, batches: number, maxMs: number, seed: number }
+  safety: { rounds: number, batches: number, size: number, keys: number, maxMs: number, seed: number }
+  prep: { rounds: number, iterations: number }
+  memory: { runs: number }
+  profile: { warmupMs: number, windowMs: number, concurrency: number }
+}
+
+export const FULL: BenchSettings = {
+  rounds: 5,
+  concurrency: [10, 50],
+  batchSizes: [10, 1],
+  globalWarmupMs: 1500,
+  warmupMs: 300,
+  windowMs: 1200,
+  // About a quarter of what the relay sustains here: loaded, never saturated.
+  latency: { rounds: 4, warmupMs: 200, windowMs: 1200, batchesPerSec: { 1: 500, 10: 100 }, runs: 32 },
+  makespan: { rounds: 3, batches: 16, maxMs: 40, seed: 1 },
+  // Writes spread over 16 keys: a same-key pair in about a third of the batches.
+  safety: { rounds: 3, batches: 24, size: 16, keys: 16, maxMs: 40, seed: 2 },
+  prep: { rounds: 5, iterations: 20_000 },
+  memory: { runs: 100_000 },
+  profile: { warmupMs: 1500, windowMs: 6000, concurrency: 50 }
+}
+
+export const SMOKE: BenchSettings = {
+  rounds: 1,
+  concurrency: [2, 4],
+  batchSizes: [10, 1],
+  globalWarmupMs: 100,
+  warmupMs: 20,
+  windowMs: 150,
+  latency: { rounds: 1, warmupMs: 20, windowMs: 100, batchesPerSec: { 1: 100, 10: 50 }, runs: 4 },
+  makespan: { rounds: 1, batches: 3, maxMs: 4, seed: 1 },
+  safety: { rounds: 1, batches: 3, size: 8, keys: 2, maxMs: 4, seed: 2 },
+  prep: { rounds: 1, iterations: 200 },
+  memory: { runs: 10_000 },
+  profile: { warmupMs: 50, windowMs: 200, concurrency: 2 }
+}
+
+/** The orchestrator key the load generator sends toolgate. */
+export const BENCH_KEY = 'bench-orchestrator-key'
+
+/** The targets of the issue (#8). */
+export const TARGETS = {
+  toolgateOverRelay: { 10: 0.85, 1: 0.80 } as Readonly<Record<number, number>>,
+  addedP50Ms: 1,
+  makespanOverBound: 1.05,
+  safeOverParallel: 1.15,
+  prepUs: 10,
+  bytesPerRun: 2048
+}

@@ -1,0 +1,116 @@
+/**
+ * The whole bench: start the executor, the relay and toolgate in their own
+ * processes, measure every figure against its reference in the same run
+ * (targets interleaved round by round), stop everything, and answer the
+ * results. run.ts is the command line around it; the smoke test calls it.
+ */
+import { cpus, loadavg } from 'node:os'
+import { join } from 'node:path'
+import { type BenchChild, killAll, runScript, startChild, trapSignals } from './children.js'
+import { type Target, directTarget, serviceTarget } from './clients.js'
+import type { MemoryAnswer } from './memory-child.js'
+import { measurePreparation } from './prepare.js'
+import { type BenchResults, PLACEMENT } from './results.js'
+import { measureMakespan, measureSafety } from './scheduling.js'
+import { type BenchSettings, FULL, SMOKE, TARGETS } from './settings.js'
+import { sig } from './stats.js'
+import { type Targets, measureLatency, measureThroughput, warmUp } from './throughput.js'
+
+export interface BenchOptions {
+  smoke?: boolean
+  /** Overrides the number of throughput and latency rounds. */
+  rounds?: number
+  /** toolgate's LOG_LEVEL; default info, as shipped. */
+  logLevel?: string
+  /** The project root (for examples/tools.json). */
+  root: string
+  /** Progress lines (stderr for the command line). */
+  log?: (line: string) => void
+}
+
+export async function runBench (opts: BenchOptions): Promise<BenchResults> {
+  const base = opts.smoke === true ? SMOKE : FULL
+  const s: BenchSettings = opts.rounds === undefined ? base : { ...base, rounds: opts.rounds, latency: { ...base.latency, rounds: opts.rounds } }
+  const started = Date.now()
+  const log = (line: string): void => opts.log?.(`${((Date.now() - started) / 1000).toFixed(1)} s: ${line}`)
+  const loadStart = loadavg()
+  trapSignals()
+
+  const children: BenchChild[] = []
+  const targets: Target[] = []
+  try {
+    log('starting the executor, the relay and toolgate (one process each)')
+    const startTimeoutMs = opts.smoke === true ? 120_000 : 30_000
+    const executor = await startChild('executor', [], { startTimeoutMs })
+    children.push(executor)
+    const [relay, toolgate] = await Promise.all([
+      startChild('relay', [executor.url], { startTimeoutMs }),
+      startChild('toolgate', [executor.url, opts.logLevel ?? 'info'], { startTimeoutMs })
+    ])
+    children.push(relay, toolgate)
+
+    const direct = directTarget(executor.url)
+    targets.push(direct)
+    const services = new Map(s.concurrency.map((c) => {
+      const t = { relay: serviceTarget('relay', relay.url, c), toolgate: serviceTarget('toolgate', toolgate.url, c) }
+      targets.push(t.relay, t.toolgate)
+      return [c, t]
+    }))
+    const all: Targets = {
+      at: (name, c) => (name === 'direct' ? direct : services.get(c)![name]),
+      process: (name) => (name === 'relay' ? relay : name === 'toolgate' ? toolgate : undefined)
+    }
+
+    log('warming up every target')
+    await warmUp(all, s)
+    const throughput = await measureThroughput(all, s, log)
+    const latency = await measureLatency(all, s, log)
+    const tg = all.at('toolgate', Math.max(...s.concurrency))
+    const makespan = await measureMakespan(tg, direct, executor.url, s, log)
+    const safety = await measureSafety(tg, executor.url, s, log)
+
+    for (const t of targets.splice(0)) await t.close()
+    for (const c of children.splice(0)) await c.stop()
+
+    log('preparation CPU (in process)')
+    const prep = await measurePreparation(join(opts.root, 'examples', 'tools.json'), s.prep.iterations, s.prep.rounds)
+    log(`memory per idle run (${s.memory.runs} runs, fresh processes)`)
+    const [reference, own] = await Promise.all(['reference', 'toolgate'].map((mode) =>
+      runScript('memory-child', [mode, String(s.memory.runs)], ['--expose-gc']) as Promise<MemoryAnswer>))
+    if (reference === undefined || own === undefined) throw new Error('unreachable')
+
+    return {
+      meta: {
+        date: new Date(started).toISOString(),
+        smoke: opts.smoke === true,
+        node: process.version,
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? 'unknown',
+        loadavgStart: loadStart.map((x) => sig(x, 2)),
+        loadavgEnd: loadavg().map((x) => sig(x, 2)),
+        durationS: Math.round((Date.now() - started) / 1000),
+        toolgateLogLevel: opts.logLevel ?? 'info',
+        placement: PLACEMENT,
+        settings: s
+      },
+      throughput,
+      latency,
+      makespan,
+      safety,
+      preparation: prep.map((c) => ({ ...c, toolgateUs: sig(c.toolgateUs), referenceUs: sig(c.referenceUs), ratio: sig(c.toolgateUs / c.referenceUs), target: TARGETS.prepUs })),
+      memory: {
+        runs: own.runs,
+        method: 'RunService.create into a MemoryStore, in a fresh process (--expose-gc), no HTTP',
+        toolgateBytesPerRun: Math.round(own.rssBytesPerRun),
+        toolgateHeapBytesPerRun: Math.round(own.heapBytesPerRun),
+        referenceBytesPerRun: Math.round(reference.rssBytesPerRun),
+        ratio: sig(own.rssBytesPerRun / reference.rssBytesPerRun),
+        target: TARGETS.bytesPerRun
+      }
+    }
+  } finally {
+    await Promise.allSettled(targets.map((t) => t.close()))
+    await Promise.allSettled(children.map((c) => c.stop()))
+    await killAll()
+  }
+}

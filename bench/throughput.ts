@@ -1,0 +1,112 @@
+/**
+ * Measures 1 and 2 of the issue: throughput in a closed loop and batch
+ * latency in an open loop, for direct, relay and toolgate. Every round
+ * measures each target once per cell, starting with a different target each
+ * time, and ratios are taken within a round, so drift on a shared machine
+ * cancels instead of favouring whoever ran in the quiet minute.
+ */
+import type { BenchChild } from './children.js'
+import type { Target, TargetName } from './clients.js'
+import { closedLoop, openLoop } from './load.js'
+import type { LatencyCell, ThroughputCell } from './results.js'
+import { type BenchSettings, TARGETS } from './settings.js'
+import { median, percentile, rotate, sig } from './stats.js'
+
+export const TARGET_NAMES: readonly TargetName[] = ['direct', 'relay', 'toolgate']
+
+/** The three targets at one concurrency, and the service process behind each (none for direct). */
+export interface Targets {
+  at (name: TargetName, concurrency: number): Target
+  process (name: TargetName): BenchChild | undefined
+}
+
+/** toolgate may run a whole 10-call batch at once, as the relay does (its default cap is 8). */
+export const runOptions = (batchSize: number): Record<string, unknown> => ({ maxConcurrentTools: Math.max(8, batchSize) })
+
+/** Drives every target, untimed, so the JIT and the connection pools are warm. */
+export async function warmUp (targets: Targets, s: BenchSettings): Promise<void> {
+  const concurrency = Math.max(...s.concurrency)
+  for (const name of TARGET_NAMES) {
+    for (const batchSize of s.batchSizes) {
+      await closedLoop(targets.at(name, concurrency), { concurrency, batchSize, warmupMs: 0, windowMs: s.globalWarmupMs, runOptions: runOptions(batchSize) })
+    }
+  }
+}
+
+interface CellSamples { callsPerSec: Record<TargetName, number[]>, cpu: { relay: number[], toolgate: number[] }, loadgen: number[], errors: number }
+
+export async function measureThroughput (targets: Targets, s: BenchSettings, log: (line: string) => void): Promise<ThroughputCell[]> {
+  const cells = s.batchSizes.flatMap((batchSize) => s.concurrency.map((concurrency) => ({ batchSize, concurrency })))
+  const samples: CellSamples[] = cells.map(() => ({ callsPerSec: { direct: [], relay: [], toolgate: [] }, cpu: { relay: [], toolgate: [] }, loadgen: [], errors: 0 }))
+  for (let round = 0; round < s.rounds; round++) {
+    log(`throughput round ${round + 1}/${s.rounds}`)
+    for (const [i, cell] of cells.entries()) {
+      for (const name of rotate(TARGET_NAMES, round + i)) {
+        const service = targets.process(name)
+        const r = await closedLoop(targets.at(name, cell.concurrency), {
+          ...cell, warmupMs: s.warmupMs, windowMs: s.windowMs, runOptions: runOptions(cell.batchSize), ...(service === undefined ? {} : { service })
+        })
+        const sm = samples[i]!
+        sm.callsPerSec[name].push(r.callsPerSec)
+        sm.errors += r.errors
+        if (name !== 'direct') {
+          sm.cpu[name].push(r.serviceCpuUsPerCall ?? NaN)
+          sm.loadgen.push(r.loadgenCores)
+        }
+      }
+    }
+  }
+  return cells.map((cell, i) => {
+    const { callsPerSec: c, cpu, loadgen, errors } = samples[i]!
+    const paired = (a: number[], b: number[]): number => sig(median(a.map((x, r) => x / b[r]!)))
+    return {
+      ...cell,
+      callsPerSec: { direct: sig(median(c.direct)), relay: sig(median(c.relay)), toolgate: sig(median(c.toolgate)) },
+      relayOverDirect: paired(c.relay, c.direct),
+      toolgateOverRelay: paired(c.toolgate, c.relay),
+      toolgateOverDirect: paired(c.toolgate, c.direct),
+      cpuUsPerCall: { relay: sig(median(cpu.relay)), toolgate: sig(median(cpu.toolgate)) },
+      cpuToolgateOverRelay: paired(cpu.toolgate, cpu.relay),
+      loadgenCores: sig(Math.max(...loadgen), 2),
+      errors,
+      target: TARGETS.toolgateOverRelay[cell.batchSize] ?? null
+    }
+  })
+}
+
+export async function measureLatency (targets: Targets, s: BenchSettings, log: (line: string) => void): Promise<LatencyCell[]> {
+  const concurrency = Math.max(...s.concurrency)
+  const cells: LatencyCell[] = []
+  for (const batchSize of s.batchSizes) {
+    const rate = s.latency.batchesPerSec[batchSize] ?? 100
+    // [p50, p99] per round, per target
+    const rounds: Record<TargetName, Array<[number, number]>> = { direct: [], relay: [], toolgate: [] }
+    let errors = 0
+    let dropped = 0
+    for (let round = 0; round < s.latency.rounds; round++) {
+      log(`latency, ${batchSize}-call batches at ${rate}/s, round ${round + 1}/${s.latency.rounds}`)
+      for (const name of rotate(TARGET_NAMES, round)) {
+        const r = await openLoop(targets.at(name, concurrency), {
+          rate, batchSize, warmupMs: s.latency.warmupMs, windowMs: s.latency.windowMs, runOptions: runOptions(batchSize), runs: s.latency.runs
+        })
+        rounds[name].push([percentile(r.latencies, 50), percentile(r.latencies, 99)])
+        errors += r.errors
+        dropped += r.dropped
+      }
+    }
+    const p = (name: TargetName, k: 0 | 1): number => sig(median(rounds[name].map((x) => x[k])))
+    const added = (k: 0 | 1): number => sig(median(rounds.toolgate.map((x, r) => x[k] - rounds.relay[r]![k])))
+    cells.push({
+      batchSize,
+      batchesPerSec: rate,
+      p50Ms: { direct: p('direct', 0), relay: p('relay', 0), toolgate: p('toolgate', 0) },
+      p99Ms: { direct: p('direct', 1), relay: p('relay', 1), toolgate: p('toolgate', 1) },
+      addedP50Ms: added(0),
+      addedP99Ms: added(1),
+      errors,
+      dropped,
+      target: TARGETS.addedP50Ms
+    })
+  }
+  return cells
+}

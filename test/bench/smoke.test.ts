@@ -1,0 +1,98 @@
+/**
+ * `npm run bench -- --smoke`, so the bench cannot rot: tiny counts, and
+ * assertions that it ran and produced every figure, never on a timing.
+ *
+ * The bench forks plain node processes (executor, relay, toolgate, memory),
+ * and starting each under the TypeScript loader costs seconds, so the
+ * sources are transpiled once, here, into a scratch tree under
+ * node_modules/.cache, and the bench runs from there exactly as `npm run
+ * bench` runs it from dist/.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises'
+import { dirname, join, relative, resolve } from 'node:path'
+import t from 'tap'
+import ts from 'typescript'
+import type { BenchResults } from '../../bench/results.js'
+
+const root = resolve(import.meta.dirname, '../..')
+
+async function transpileTree (out: string): Promise<void> {
+  const { include } = JSON.parse(await readFile(join(root, 'tsconfig.build.json'), 'utf8')) as { include: string[] }
+  const compilerOptions = { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true }
+  for (const folder of include) {
+    for (const entry of await readdir(join(root, folder), { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue
+      const from = join(entry.parentPath, entry.name)
+      const to = join(out, relative(root, from))
+      await mkdir(dirname(to), { recursive: true })
+      if (entry.name.endsWith('.ts')) {
+        const { outputText } = ts.transpileModule(await readFile(from, 'utf8'), { compilerOptions, fileName: from })
+        await writeFile(to.replace(/\.ts$/, '.js'), outputText)
+      } else if (entry.name.endsWith('.json')) {
+        await writeFile(to, await readFile(from))
+      }
+    }
+  }
+  // Under node_modules Node does not look past the folder for "type": "module".
+  await writeFile(join(out, 'package.json'), JSON.stringify({ name: 'toolgate-bench-smoke', private: true, type: 'module' }))
+}
+
+function runNode (args: string[], timeoutMs: number): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const env = { ...process.env }
+  delete env.NODE_OPTIONS // tap's own hooks are not wanted in the bench's processes
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => { stdout += String(d) })
+  child.stderr.on('data', (d: Buffer) => { stderr += String(d) })
+  const timer = setTimeout(() => child.kill('SIGINT'), timeoutMs)
+  return new Promise((resolve) => child.once('close', (code) => {
+    clearTimeout(timer)
+    resolve({ code, stdout, stderr })
+  }))
+}
+
+/** Every number in the results, by path; settings are inputs, not figures. */
+function figures (value: unknown, path = ''): Array<[string, unknown]> {
+  if (typeof value === 'number' || value === null) return [[path, value]]
+  if (typeof value !== 'object') return []
+  return Object.entries(value).flatMap(([k, v]) => (path === '/meta' && k === 'settings' ? [] : figures(v, `${path}/${k}`)))
+}
+
+t.test('the smoke bench runs every measure against its reference and produces every figure', async (t) => {
+  await mkdir(join(root, 'node_modules', '.cache'), { recursive: true })
+  const out = await mkdtemp(join(root, 'node_modules', '.cache', 'toolgate-bench-smoke-'))
+  t.teardown(() => rm(out, { recursive: true, force: true }))
+  await transpileTree(out)
+
+  const resultsFile = join(out, 'results.json')
+  const run = await runNode([join(out, 'bench', 'run.js'), '--smoke', '--out', resultsFile], 100_000)
+  t.equal(run.code, 0, `the bench exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
+  const results = JSON.parse(await readFile(resultsFile, 'utf8')) as BenchResults
+
+  t.equal(results.meta.smoke, true)
+  t.same(results.throughput.map((c) => [c.batchSize, c.concurrency]), [[10, 2], [10, 4], [1, 2], [1, 4]], 'both batch sizes at both concurrencies')
+  t.same(results.latency.map((c) => c.batchSize), [10, 1])
+  t.equal(results.preparation.length, 4)
+  t.ok(results.memory.runs > 0)
+
+  const all = figures(results)
+  t.ok(all.length > 60, `many figures (${all.length})`)
+  t.same(all.filter(([, v]) => typeof v !== 'number' || !Number.isFinite(v)), [], 'every figure is a finite number')
+  for (const c of results.throughput) {
+    t.ok(c.callsPerSec.direct > 0 && c.callsPerSec.relay > 0 && c.callsPerSec.toolgate > 0, `calls completed for ${c.batchSize}-call batches at ${c.concurrency}`)
+    t.equal(c.errors, 0, 'no target answered an error')
+  }
+  for (const c of results.latency) t.equal(c.errors, 0, `no errors in the ${c.batchSize}-call latency run`)
+
+  // Not a timing: conflict keys keep same-key calls apart whatever the speed.
+  t.equal(results.makespan.overlaps, 0, 'toolgate never overlapped same-key calls in the makespan batches')
+  t.equal(results.safety.overlapsToolgate, 0, 'nor in safeParallel runs')
+  t.ok(results.safety.keyedWritesParallel > 0, 'the all-parallel run sent keyed writes')
+
+  for (const heading of ['**Throughput**', '**Latency**', '**Scheduling**', '**Cost per call and per run**']) {
+    t.ok(run.stdout.includes(heading), `the printed table has ${heading}`)
+  }
+  t.notMatch(run.stdout, /n\/a/, 'no figure is missing from the printed table')
+})
