@@ -309,9 +309,7 @@ t.test('a TLS handshake that never completes is a failure before sending: the cl
   const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES, connectTimeoutMs: 400 })
   t.teardown(() => client.close())
   const answer = await client.post({ url: `https://127.0.0.1:${port}/tools/x`, timeoutMs: 100, body: '{}', headers: {} })
-  t.equal(answer.kind, 'unsent', 'nothing was sent, so a write must not become uncertain', {
-    todo: 'BUG src/dispatch/client.ts errorCode()/failure(): once the tool timeout has fired, every error is coded "timeout" (even UND_ERR_CONNECT_TIMEOUT), so a failure before sending is classified unknown'
-  })
+  t.equal(answer.kind, 'unsent', 'nothing was sent, so a write must not become uncertain')
   const long = await client.post({ url: `https://127.0.0.1:${port}/tools/x`, timeoutMs: 5000, body: '{}', headers: {} })
   t.strictSame(long, { kind: 'unsent', code: 'UND_ERR_CONNECT_TIMEOUT' }, 'the same failure with a longer tool timeout is unsent')
 })
