@@ -7,6 +7,7 @@ import { registerAuth } from './http/auth.js'
 import { registerRateLimit } from './auth/rate-limit.js'
 import { ProblemError } from './errors.js'
 import { registerJsonBody } from './http/json-body.js'
+import { useSharedCompilers } from './http/compilers.js'
 import { registerProblems, sendProblem } from './http/problems.js'
 import { type ServiceOverrides, type Services, createServices } from './services.js'
 import { createLogger } from './logger.js'
@@ -72,7 +73,9 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
 
   const services = createServices(config, logger, opts)
   app.decorate('services', services)
-  for (const schema of [Problem, Run, ToolDefinition, Receipt, BatchResponse, Summary]) app.addSchema(schema)
+  const shared = [Problem, Run, ToolDefinition, Receipt, BatchResponse, Summary]
+  for (const schema of shared) app.addSchema(schema)
+  useSharedCompilers(app, shared)
 
   registerJsonBody(app)
   registerProblems(app)

@@ -9,6 +9,7 @@ import { buildApp } from './app.js'
 import { KeyRing, KeysFileError } from './auth/keys.js'
 import { ConfigError, type Config, loadConfig } from './config.js'
 import { createLogger } from './logger.js'
+import { startOtel } from './telemetry/otel.js'
 import { readToolsFile } from './tools/load.js'
 import { InvalidToolError } from './tools/registry.js'
 
@@ -32,7 +33,10 @@ async function main (): Promise<void> {
   let keys: KeyRing
   let toolDefs: unknown[]
   let example: FastifyInstance | null = null
+  let stopOtel = async (): Promise<void> => {}
   try {
+    // Spans are exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise tracing costs nothing.
+    stopOtel = await startOtel(process.env)
     keys = config.apiKeysFile === null ? new KeyRing() : await KeyRing.fromFile(config.apiKeysFile)
     if (config.toolsFile !== null) {
       toolDefs = await readToolsFile(config.toolsFile)
@@ -79,7 +83,9 @@ async function main (): Promise<void> {
     const closed = await Promise.race([app.close().then(() => true), sleep(CLOSE_GRACE_MS).then(() => false)])
     if (!closed) logger.warn('connections still open after the grace period; exiting anyway')
     await example?.close()
+    await stopOtel()
     logger.info('stopped')
+    logger.flush()
     process.exit(0)
   }
   process.on('SIGTERM', () => { void shutdown('SIGTERM') })
