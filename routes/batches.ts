@@ -46,7 +46,9 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       scopes: principal.scopes,
       batchId,
       calls,
-      ...(usage === undefined ? {} : { usage })
+      ...(usage === undefined ? {} : { usage }),
+      // The caller's trace continues in the batch's spans and reaches the executors.
+      ...traceContext(req.headers)
     }
 
     if (!wantsEventStream(req.headers.accept)) {
@@ -68,8 +70,11 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       }
       if (!raw.destroyed) raw.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`)
     }
-    req.raw.on('close', () => { if (!raw.writableFinished) gone.abort() })
+    // The response's 'close' before it finished means the client went away.
+    // Not the request's 'close': that fires as soon as the body has been read.
+    // A client that left while the body was still being read is gone already.
     raw.on('close', () => { if (!raw.writableFinished) gone.abort() })
+    if (raw.destroyed || req.raw.socket?.destroyed === true) gone.abort()
     try {
       const { response } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
       write('batch.completed', response)
@@ -82,10 +87,32 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       write('error', problem)
       raw.end()
     }
+    // A hijacked reply skips the onResponse hook that writes the request's log line.
+    req.log.info({ method: req.method, route: req.routeOptions.url, status: raw.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, stream: true, clientGone: gone.signal.aborted }, 'request')
     return reply
   })
 }
 
-function wantsEventStream (accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes('text/event-stream')
+/**
+ * Whether the client asks for server-sent events: `text/event-stream` is
+ * listed with a non-zero quality, at least as high as `application/json`'s.
+ */
+export function wantsEventStream (accept: string | undefined): boolean {
+  if (accept === undefined) return false
+  const quality = new Map<string, number>()
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((p) => p.trim().toLowerCase())
+    const q = params.find((p) => p.startsWith('q='))
+    const value = q === undefined ? 1 : Number(q.slice(2))
+    quality.set(type, Number.isFinite(value) ? value : 0)
+  }
+  const sse = quality.get('text/event-stream') ?? 0
+  return sse > 0 && sse >= (quality.get('application/json') ?? 0)
+}
+
+function traceContext (headers: Record<string, string | string[] | undefined>): { traceparent?: string, tracestate?: string } {
+  const out: { traceparent?: string, tracestate?: string } = {}
+  if (typeof headers.traceparent === 'string') out.traceparent = headers.traceparent
+  if (typeof headers.tracestate === 'string') out.tracestate = headers.tracestate
+  return out
 }

@@ -213,7 +213,7 @@ export class BatchEngine {
 
       // Admission is atomic with the run: repeat streak, call budget, state.
       const admitted = await store.updateRun(req.runId, (r) => {
-        if (r.state !== 'active') return null
+        if (r.state !== 'active') return r.terminationReason ?? 'run_not_active'
         const a = admit(r.repeat, r.counters.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
         r.repeat = a.repeat
         r.counters.toolCalls += a.admitted
@@ -223,13 +223,15 @@ export class BatchEngine {
         }
         return a
       })
-      const admission = admitted.found ? admitted.value : null
+      // A string: the run left `active` during preparation (cancel, DELETE) and nothing may start.
+      const admission = admitted.found && typeof admitted.value !== 'string' ? admitted.value : null
+      const stoppedBy = admitted.found && typeof admitted.value === 'string' ? admitted.value : 'ended'
 
       const results = new Array<CallResult>(outcomes.length)
       const policyMessages: PolicyMessage[] = []
       const dispatchable: PreparedCall[] = []
       const stats = emptyStats()
-      const notActiveReason = controller.signal.aborted ? String(controller.signal.reason) : 'run_not_active'
+      const notActiveReason = controller.signal.aborted ? String(controller.signal.reason) : stoppedBy
       for (const [i, o] of outcomes.entries()) {
         const decision = admission?.decisions[i]
         const info = { callId: o.id, tool: o.tool?.name ?? o.requestedName, known: o.tool !== null, epoch: null }
@@ -274,8 +276,10 @@ export class BatchEngine {
   #startTimers (req: BatchRequest, run: RunRecord, controller: AbortController): NodeJS.Timeout[] {
     const timers: NodeJS.Timeout[] = []
     const { timeoutMs } = run.options.limits
-    if (timeoutMs !== null) {
-      const t = setTimeout(() => controller.abort('timeout'), Math.max(0, run.createdAt + timeoutMs - Date.now()))
+    const remaining = timeoutMs === null ? Infinity : run.createdAt + timeoutMs - Date.now()
+    // Node fires a timer of more than 2^31-1 ms at once; a deadline that far off cannot pass during one batch anyway.
+    if (remaining <= MAX_TIMER_MS) {
+      const t = setTimeout(() => controller.abort('timeout'), Math.max(0, remaining))
       t.unref()
       timers.push(t)
     }
@@ -307,7 +311,6 @@ export class BatchEngine {
       return { index: c.index, id: c.id, readOnly: c.tool.readOnly, execution: c.tool.execution, conflictKey: c.conflictKey }
     })
     const epochs = planEpochs(schedulable, run.options.toolExecution)
-    stats.epochs += epochs.length
     let closed = false
     const info = (c: SchedulableCall, epoch: number): CallInfo =>
       ({ callId: c.id, tool: byIndex.get(c.index)!.tool.name, known: true, epoch })
@@ -343,6 +346,7 @@ export class BatchEngine {
       signal,
       hooks: {
         epochStarted: (e, n) => {
+          stats.epochs++
           stats.largestEpoch = Math.max(stats.largestEpoch, n)
           observer.epochStarted?.(e, n)
         },
@@ -414,6 +418,9 @@ export class BatchEngine {
     return response
   }
 }
+
+/** The longest delay a Node timer honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 
 function notFound (runId: string): ProblemError {
   return new ProblemError('run_not_found', `No run ${runId}`)

@@ -1,6 +1,9 @@
 import { performance } from 'node:perf_hooks'
 import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement } from './types.js'
 
+/** Sends one call; the runner settles it with the outcome. */
+export type Dispatch<T> = (call: SchedulableCall, epoch: number) => Promise<DispatchOutcome<T>>
+
 export interface RunnerOptions<T> {
   /** Most calls running at once inside an epoch. */
   maxConcurrent: number
@@ -16,9 +19,15 @@ interface Uncertain { index: number, id: string }
 /**
  * Runs planned epochs one after another. Inside an epoch it is
  * work-conserving: whenever a slot is free it starts the first call, in
- * source order, whose conflict key is not held by an earlier unsettled call.
- * Uncertain writes block later writes; cancellation and a closed batch stop
- * every call not yet started, in this epoch and the later ones.
+ * source order, whose conflict key is not held by a running call, so calls
+ * sharing a key run one at a time in source order. Uncertain writes block
+ * later writes; cancellation and a closed batch stop every call not yet
+ * started, in this epoch and the later ones.
+ *
+ * Every call settles exactly once, through the `callSettled` hook and in the
+ * map `run` resolves with. A hook that throws stops the batch like a
+ * cancellation (its running calls still settle) and `run` then rejects with
+ * that error: a bug must not leave calls running untracked, nor hang.
  */
 export class EpochRunner<T> {
   readonly #opts: RunnerOptions<T>
@@ -28,6 +37,7 @@ export class EpochRunner<T> {
   /** Uncertain keyed writes block later writes with the same key. */
   readonly #keyed = new Map<string, Uncertain[]>()
   #closed = false
+  #failure: { error: unknown } | undefined
 
   constructor (opts: RunnerOptions<T>) {
     if (!Number.isInteger(opts.maxConcurrent) || opts.maxConcurrent < 1) {
@@ -36,27 +46,28 @@ export class EpochRunner<T> {
     this.#opts = opts
   }
 
-  /** True once nothing new may start (cancelled, or closed by a dispatch). */
+  /** True once nothing new may start (cancelled, closed by a dispatch, or a hook failed). */
   get stopped (): boolean {
-    return this.#closed || this.#opts.signal?.aborted === true
+    return this.#closed || this.#failure !== undefined || this.#opts.signal?.aborted === true
   }
 
   /** Runs every epoch; resolves with one settlement per call, keyed by call index. */
-  async run (epochs: readonly Epoch[], dispatch: (call: SchedulableCall, epoch: number) => Promise<DispatchOutcome<T>>): Promise<Map<number, Settlement<T>>> {
+  async run (epochs: readonly Epoch[], dispatch: Dispatch<T>): Promise<Map<number, Settlement<T>>> {
     for (const [e, calls] of epochs.entries()) {
       if (this.stopped) {
-        for (const call of calls) this.#settled.set(call.index, { kind: 'cancelled', epoch: e })
+        // Cancellation never starts a later epoch; its calls still settle (as cancelled).
+        for (const call of calls) this.#settle(call, e, { kind: 'cancelled', epoch: e })
         continue
       }
       await this.#runEpoch(e, calls, dispatch)
     }
+    if (this.#failure !== undefined) throw this.#failure.error
     return this.#settled
   }
 
-  #runEpoch (epoch: number, calls: Epoch, dispatch: (call: SchedulableCall, epoch: number) => Promise<DispatchOutcome<T>>): Promise<void> {
-    const hooks = this.#opts.hooks
+  #runEpoch (epoch: number, calls: Epoch, dispatch: Dispatch<T>): Promise<void> {
     const started = performance.now()
-    hooks?.epochStarted?.(epoch, calls.length)
+    this.#hook((h) => h.epochStarted?.(epoch, calls.length))
     const pending = [...calls]
     const runningKeys = new Set<string>()
     const signal = this.#opts.signal
@@ -69,18 +80,17 @@ export class EpochRunner<T> {
         if (pending.length > 0 && !this.stopped) return
         done = true
         signal?.removeEventListener('abort', finishIfDone)
-        for (const call of pending) this.#settle(call, epoch, { kind: 'cancelled', epoch })
-        pending.length = 0
-        hooks?.epochSettled?.(epoch, performance.now() - started)
+        for (const call of pending.splice(0)) this.#settle(call, epoch, { kind: 'cancelled', epoch })
+        this.#hook((h) => h.epochSettled?.(epoch, performance.now() - started))
         resolve()
       }
 
       const fill = (): void => {
-        const heldKeys = new Set(runningKeys)
         for (let i = 0; i < pending.length && running < this.#opts.maxConcurrent && !this.stopped;) {
           const call = pending[i]!
           const key = call.conflictKey
-          if (key !== null && heldKeys.has(key)) {
+          // Held by a running call: this call and every later one with the key wait.
+          if (key !== null && runningKeys.has(key)) {
             i++
             continue
           }
@@ -90,10 +100,7 @@ export class EpochRunner<T> {
             this.#settle(call, epoch, { kind: 'blocked', epoch, blockedBy: blocker.id })
             continue
           }
-          if (key !== null) {
-            heldKeys.add(key)
-            runningKeys.add(key)
-          }
+          if (key !== null) runningKeys.add(key)
           running++
           start(call, key)
         }
@@ -101,26 +108,30 @@ export class EpochRunner<T> {
       }
 
       const start = (call: SchedulableCall, key: string | null): void => {
-        hooks?.callStarted?.(call, epoch)
+        this.#hook((h) => h.callStarted?.(call, epoch))
         const startedAt = Date.now()
         const t0 = performance.now()
         let promise: Promise<DispatchOutcome<T>>
         try {
-          promise = dispatch(call, epoch)
+          promise = Promise.resolve(dispatch(call, epoch))
         } catch (err) {
           promise = Promise.reject(err)
         }
-        promise
+        void promise
           .catch((err: unknown) => this.#opts.onDispatchError(call, err))
           .then((outcome) => {
             if (outcome.uncertain && !call.readOnly) this.#recordUncertain(call)
             if (outcome.closeBatch) this.#closed = true
             this.#settle(call, epoch, { kind: 'ran', epoch, value: outcome.value, startedAt, durationMs: performance.now() - t0 })
+          }, (err: unknown) => {
+            // onDispatchError itself threw: the call cannot settle; stop and report.
+            this.#failure ??= { error: err }
+          })
+          .finally(() => {
             running--
             if (key !== null) runningKeys.delete(key)
             fill()
           })
-          .catch(() => { /* settle never throws; a hook that does must not lose the batch */ })
       }
 
       signal?.addEventListener('abort', finishIfDone, { once: true })
@@ -130,7 +141,18 @@ export class EpochRunner<T> {
 
   #settle (call: SchedulableCall, epoch: number, settlement: Settlement<T>): void {
     this.#settled.set(call.index, settlement)
-    this.#opts.hooks?.callSettled?.(call, epoch, settlement)
+    this.#hook((h) => h.callSettled?.(call, epoch, settlement))
+  }
+
+  /** Calls a hook; one that throws stops the batch instead of losing track of it. */
+  #hook (fn: (hooks: RunnerHooks) => void): void {
+    const hooks = this.#opts.hooks
+    if (hooks === undefined) return
+    try {
+      fn(hooks)
+    } catch (err) {
+      this.#failure ??= { error: err }
+    }
   }
 
   #recordUncertain (call: SchedulableCall): void {

@@ -13,7 +13,7 @@ export interface SchedulableCall {
   readonly conflictKey: string | null
 }
 
-/** Calls of one epoch, as positions into the planner's input, in source order. */
+/** The calls of one epoch, in source order. */
 export type Epoch = readonly SchedulableCall[]
 
 /** What a dispatch tells the runner once its call has settled. */

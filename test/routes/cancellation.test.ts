@@ -1,0 +1,116 @@
+/**
+ * Cancelling a run (POST /v1/runs/{runId}/cancel) and a run's timeoutMs
+ * passing mid-batch (SPEC sections 3, 5 "Cancellation" and 6).
+ */
+import t from 'tap'
+import { buildTestApp, get, post, startExecutor, tool, type ExecutorCall } from '../helper.js'
+import type { BatchResponse } from '../../src/batch/types.js'
+import { type Gate, gate, waitFor } from '../schedule/harness.js'
+
+// One app and one executor for the file; each test has its own run.
+const ex = await startExecutor(t)
+const gates = new Map<string, Gate>()
+const hold = (runId: string, callId: string): Gate => {
+  const g = gate()
+  gates.set(`${runId}/${callId}`, g)
+  return g
+}
+/** Calls that must answer only once a moment has passed (epoch ms), by run and call id. */
+const notBefore = new Map<string, number>()
+const behaviour = async (call: ExecutorCall): Promise<unknown> => {
+  await gates.get(`${call.runId}/${call.callId}`)?.promise
+  const at = notBefore.get(`${call.runId}/${call.callId}`)
+  if (at !== undefined) await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())))
+  return { content: `did ${call.callId}` }
+}
+ex.on('look', behaviour)
+ex.on('poke', behaviour)
+const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)] })
+
+const seen = (runId: string): string[] => ex.calls.filter((c) => c.runId === runId).map((c) => c.callId)
+const call = (id: string, name: string): Record<string, unknown> => ({ id, name, arguments: { k: id } })
+const outcome = (body: BatchResponse): unknown[][] => body.results.map((r) => [r.callId, r.status, r.details.epoch, r.details.reason])
+
+t.test('cancel during a batch lets running calls settle, cancels the rest and ends the run as cancelled', async (t) => {
+  await post(app, '/v1/runs', { runId: 'c1', maxConcurrentTools: 2 })
+  const g1 = hold('c1', 'r1')
+  const g2 = hold('c1', 'r2')
+  const pending = post(app, '/v1/runs/c1/batches', {
+    calls: [call('r1', 'look'), call('r2', 'look'), call('r3', 'look'), call('w4', 'poke'), call('r5', 'look')]
+  })
+  await waitFor(() => seen('c1').length === 2, 'two reads to be running')
+  const cancelled = await post(app, '/v1/runs/c1/cancel', {})
+  t.equal(cancelled.status, 200)
+  t.match(cancelled.body, { runId: 'c1', state: 'cancelled', terminationReason: 'cancelled' })
+  g1.open()
+  g2.open()
+  const res = await pending
+  t.equal(res.status, 200)
+  t.strictSame(outcome(res.body), [
+    ['r1', 'ok', 0, undefined],
+    ['r2', 'ok', 0, undefined],
+    ['r3', 'cancelled', 0, 'cancelled'],
+    ['w4', 'cancelled', 1, 'cancelled'],
+    ['r5', 'cancelled', 2, 'cancelled']
+  ])
+  t.equal(res.body.results[0].content, 'did r1', 'a running call keeps its real answer')
+  t.strictSame(seen('c1'), ['r1', 'r2'], 'nothing started after the cancel')
+  t.strictSame(res.body.run, { state: 'cancelled', terminationReason: 'cancelled' })
+  t.equal(res.body.continue, false)
+
+  const run = await get(app, '/v1/runs/c1')
+  t.match(run.body, { state: 'cancelled', terminationReason: 'cancelled' })
+  const later = await post(app, '/v1/runs/c1/batches', { calls: [call('r6', 'look')] })
+  t.equal(later.status, 409)
+  t.match(later.body, { code: 'run_not_active', terminationReason: 'cancelled' })
+  t.strictSame(seen('c1'), ['r1', 'r2'])
+})
+
+t.test('the run timeoutMs passing mid-batch cancels what has not started and terminates the run with timeout', async (t) => {
+  // A first batch warms the app up, so the run's clock does not run out before the batch starts.
+  await post(app, '/v1/runs', { runId: 'warm' })
+  await post(app, '/v1/runs/warm/batches', { calls: [call('x', 'look')] })
+
+  const timeoutMs = 800
+  const created = await post(app, '/v1/runs', { runId: 't1', limits: { timeoutMs } })
+  const deadline = Date.parse(created.body.createdAt) + timeoutMs
+  // The first write answers only once the run's time is up (plus a margin): it is running when the timeout passes.
+  notBefore.set('t1/w1', deadline + 50)
+  const res = await post(app, '/v1/runs/t1/batches', { calls: [call('w1', 'poke'), call('r2', 'look'), call('r3', 'look'), call('w4', 'poke')] })
+  t.equal(res.status, 200)
+  t.strictSame(outcome(res.body), [
+    ['w1', 'ok', 0, undefined],
+    ['r2', 'cancelled', 1, 'timeout'],
+    ['r3', 'cancelled', 1, 'timeout'],
+    ['w4', 'cancelled', 2, 'timeout']
+  ])
+  t.strictSame(seen('t1'), ['w1'])
+  t.strictSame(res.body.run, { state: 'terminated', terminationReason: 'timeout' })
+  t.equal(res.body.continue, false)
+  const body: BatchResponse = res.body
+  t.ok(body.events.some((e) => e.type === 'run.terminated' && e.reason === 'timeout'), 'run.terminated is host-visible')
+
+  const later = await post(app, '/v1/runs/t1/batches', { calls: [call('r5', 'look')] })
+  t.equal(later.status, 409)
+  t.match(later.body, { code: 'run_not_active', terminationReason: 'timeout' })
+  t.match((await get(app, '/v1/runs/t1')).body, { state: 'terminated', terminationReason: 'timeout' })
+})
+
+t.test('cancel of a run with no batch in flight just sets it cancelled', async (t) => {
+  await post(app, '/v1/runs', { runId: 'idle' })
+  const res = await post(app, '/v1/runs/idle/cancel', {})
+  t.equal(res.status, 200)
+  t.match(res.body, { runId: 'idle', state: 'cancelled', terminationReason: 'cancelled' })
+  const later = await post(app, '/v1/runs/idle/batches', { calls: [call('a', 'look')] })
+  t.equal(later.status, 409)
+  t.match(later.body, { code: 'run_not_active', terminationReason: 'cancelled' })
+  t.strictSame(seen('idle'), [])
+  const again = await post(app, '/v1/runs/idle/cancel', {})
+  t.match(again.body, { state: 'cancelled' }, 'cancelling again changes nothing')
+})
+
+t.test('cancel of an unknown run is a 404 problem', async (t) => {
+  const res = await post(app, '/v1/runs/nope/cancel', {})
+  t.equal(res.status, 404)
+  t.equal(res.body.code, 'run_not_found')
+})
