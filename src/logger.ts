@@ -39,9 +39,10 @@ export const REDACTED = '[redacted]'
 
 /**
  * JSON lines on stdout (or `destination`), ISO times, `service: toolgate` on
- * every line. Stdout is written asynchronously in 4 KiB chunks, so a busy
- * batch path does not pay a write per line; pino flushes it on exit, and the
- * server flushes it when it stops.
+ * every line. Stdout is written asynchronously: lines that come while a
+ * write is pending go out together, so a busy batch path does not pay a
+ * write per line, and a quiet one still shows each line at once. pino
+ * flushes it on exit, and the server flushes it when it stops.
  */
 export function createLogger (level: string, destination?: pino.DestinationStream): Logger {
   return pino({
@@ -49,5 +50,5 @@ export function createLogger (level: string, destination?: pino.DestinationStrea
     base: { service: 'toolgate' },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACT_PATHS, censor: REDACTED }
-  }, destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }))
+  }, destination ?? pino.destination({ dest: 1, sync: false }))
 }
