@@ -1,6 +1,6 @@
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult } from './types.js'
+import { type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult, markEnded } from './types.js'
 
 export { StoreFullError } from './types.js'
 
@@ -74,14 +74,7 @@ export class MemoryStore implements Store {
   }
 
   async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
-    const result = await this.updateRun(runId, (run) => {
-      run.state = 'ended'
-      run.terminationReason = 'ended'
-      run.repeat = { fingerprint: null, count: 0, advised: false }
-      run.batches = {}
-      run.lastActiveAt = at
-      return run
-    })
+    const result = await this.updateRun(runId, (run) => markEnded(run, at))
     this.#batches.delete(runId)
     return result.found ? result.value : undefined
   }

@@ -6,7 +6,7 @@ import type { RunRecord } from '../runs/types.js'
 import { COUNT_RUNS, CREATE_RUN, PUT_BATCH, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
   type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
-  StoreUnavailableError, type UpdateResult
+  StoreUnavailableError, type UpdateResult, markEnded
 } from './types.js'
 
 /** Bounds, clocks and connection settings of the Redis store. */
@@ -106,14 +106,7 @@ export class RedisStore implements Store {
   }
 
   async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
-    const result = await this.#update(runId, (run) => {
-      run.state = 'ended'
-      run.terminationReason = 'ended'
-      run.repeat = { fingerprint: null, count: 0, advised: false }
-      run.batches = {}
-      run.lastActiveAt = at
-      return run
-    }, true)
+    const result = await this.#update(runId, (run) => markEnded(run, at), true)
     return result.found ? result.value : undefined
   }
 

@@ -94,3 +94,13 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError'
   }
 }
+
+/** What ending a run does to its record, in every store: state `ended`, streak and batch ids freed. */
+export function markEnded (run: RunRecord, at: number): RunRecord {
+  run.state = 'ended'
+  run.terminationReason = 'ended'
+  run.repeat = { fingerprint: null, count: 0, advised: false }
+  run.batches = {}
+  run.lastActiveAt = at
+  return run
+}
