@@ -150,3 +150,21 @@ export async function runBatch (app: FastifyInstance, calls: unknown[], runOptio
   if (run.status !== 201) throw new Error(`run creation failed: ${JSON.stringify(run.body)}`)
   return post(app, `/v1/runs/${run.body.runId}/batches`, { calls })
 }
+
+/**
+ * Holds every call of `toolName` at the executor until `release()`;
+ * `started` resolves when the first one arrives. For tests that act while a
+ * batch is in flight.
+ */
+export function holdCalls (ex: TestExecutor, toolName: string, answer: unknown = { content: 'done' }): { started: Promise<void>, release: () => void } {
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => { release = resolve })
+  let arrived!: () => void
+  const started = new Promise<void>((resolve) => { arrived = resolve })
+  ex.on(toolName, async () => {
+    arrived()
+    await gate
+    return answer
+  })
+  return { started, release }
+}

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, get, post, sleep, startExecutor, tool, type TestExecutor } from '../helper.js'
+import { buildTestApp, get, post, sleep, startExecutor, tool, type TestExecutor, holdCalls } from '../helper.js'
 import type { ToolDefinition } from '../../src/tools/types.js'
 import type { BatchResponse } from '../../src/batch/types.js'
 
@@ -256,15 +256,7 @@ t.test('results come back in source order whatever order the calls finished in',
 
 t.test('a second batch while one is in flight answers 409 run_busy and changes nothing', async (t) => {
   const { app, ex } = await setup(t, (url) => [tool('slow', url, { readOnly: true }), tool('look', url, { readOnly: true })])
-  let release!: () => void
-  const gate = new Promise<void>((resolve) => { release = resolve })
-  let started!: () => void
-  const isStarted = new Promise<void>((resolve) => { started = resolve })
-  ex.on('slow', async () => {
-    started()
-    await gate
-    return { content: 'done' }
-  })
+  const { started: isStarted, release } = holdCalls(ex, 'slow')
   await post(app, '/v1/runs', { runId: 'busy' })
   const first = post(app, '/v1/runs/busy/batches', { batchId: 'one', calls: [{ id: 'a', name: 'slow', arguments: {} }] })
   await isStarted

@@ -5,20 +5,15 @@
 import t from 'tap'
 import { buildTestApp, get, post, startExecutor, tool, type ExecutorCall } from '../helper.js'
 import type { BatchResponse } from '../../src/batch/types.js'
-import { type Gate, gate, waitFor } from '../schedule/harness.js'
+import { callGates, waitFor } from '../schedule/harness.js'
 
 // One app and one executor for the file; each test has its own run.
 const ex = await startExecutor(t)
-const gates = new Map<string, Gate>()
-const hold = (runId: string, callId: string): Gate => {
-  const g = gate()
-  gates.set(`${runId}/${callId}`, g)
-  return g
-}
+const { hold, waitFor: held } = callGates()
 /** Calls that must answer only once a moment has passed (epoch ms), by run and call id. */
 const notBefore = new Map<string, number>()
 const behaviour = async (call: ExecutorCall): Promise<unknown> => {
-  await gates.get(`${call.runId}/${call.callId}`)?.promise
+  await held(call)
   const at = notBefore.get(`${call.runId}/${call.callId}`)
   if (at !== undefined) await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())))
   return { content: `did ${call.callId}` }

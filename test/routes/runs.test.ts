@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, get, post, sleep, startExecutor, tool } from '../helper.js'
+import { buildTestApp, get, post, sleep, startExecutor, tool, holdCalls } from '../helper.js'
 import type { CallResult } from '../../src/batch/types.js'
 import type { RunView } from '../../src/runs/view.js'
 
@@ -224,15 +224,7 @@ t.test('cancel with no body and without a content type works too', async (t) => 
 
 t.test('cancel during a batch: the running call settles, the calls not started are cancelled, the run is cancelled', async (t) => {
   const { app, ex } = shared
-  let release!: () => void
-  const gate = new Promise<void>((resolve) => { release = resolve })
-  let started!: () => void
-  const isStarted = new Promise<void>((resolve) => { started = resolve })
-  ex.on('slow', async () => {
-    started()
-    await gate
-    return { content: 'done' }
-  })
+  const { started: isStarted, release } = holdCalls(ex, 'slow')
   await post(app, '/v1/runs', { runId: 'r-mid' })
   const pending = post(app, '/v1/runs/r-mid/batches', {
     calls: [{ id: 'a', name: 'slow', arguments: {} }, { id: 'b', name: 'poke', arguments: {} }]

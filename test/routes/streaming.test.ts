@@ -7,18 +7,13 @@ import type { FastifyReply } from 'fastify'
 import { buildTestApp, post, startExecutor, tool, type ExecutorCall } from '../helper.js'
 import { wantsEventStream } from '../../routes/batches.js'
 import type { BatchResponse } from '../../src/batch/types.js'
-import { type Gate, type SseEvent, collect, eventOf, gate, responseOf, ssePost, waitFor } from '../schedule/harness.js'
+import { type SseEvent, callGates, collect, eventOf, responseOf, ssePost, waitFor } from '../schedule/harness.js'
 
 // One app and one executor for the file; each test has its own run.
 const ex = await startExecutor(t)
-const gates = new Map<string, Gate>()
-const hold = (runId: string, callId: string): Gate => {
-  const g = gate()
-  gates.set(`${runId}/${callId}`, g)
-  return g
-}
+const { gates, hold, waitFor: held } = callGates()
 const behaviour = async (call: ExecutorCall, _req: unknown, _reply: FastifyReply): Promise<unknown> => {
-  await gates.get(`${call.runId}/${call.callId}`)?.promise
+  await held(call)
   return { content: { did: call.callId } }
 }
 ex.on('look', behaviour)

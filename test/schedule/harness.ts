@@ -17,6 +17,20 @@ export function gate (): Gate {
   return { promise, open }
 }
 
+/** Gates keyed by run and call id: `hold` shuts one, `waitFor` is what an executor behaviour awaits. */
+export function callGates (): { hold: (runId: string, callId: string) => Gate, gates: Map<string, Gate>, waitFor: (call: { runId: string, callId: string }) => Promise<void> } {
+  const gates = new Map<string, Gate>()
+  return {
+    gates,
+    hold: (runId, callId) => {
+      const g = gate()
+      gates.set(`${runId}/${callId}`, g)
+      return g
+    },
+    waitFor: async (call) => { await gates.get(`${call.runId}/${call.callId}`)?.promise }
+  }
+}
+
 /**
  * Waits until `cond` holds, checking between turns of the event loop.
  * Throws after `limitMs` so a broken scheduler fails the test instead of hanging it.

@@ -6,7 +6,7 @@ import t from 'tap'
 import type { FastifyReply } from 'fastify'
 import { buildTestApp, post, startExecutor, tool, type ExecutorCall, type TestExecutor } from '../helper.js'
 import type { BatchResponse } from '../../src/batch/types.js'
-import { type Gate, type SseEvent, collect, eventOf, gate, responseOf, ssePost, waitFor } from './harness.js'
+import { type SseEvent, callGates, collect, eventOf, responseOf, ssePost, waitFor } from './harness.js'
 
 type Tap = Parameters<typeof buildTestApp>[0]
 
@@ -16,14 +16,9 @@ type Tap = Parameters<typeof buildTestApp>[0]
  */
 async function setup (t: Tap) {
   const ex = await startExecutor(t)
-  const gates = new Map<string, Gate>()
-  const hold = (runId: string, callId: string): Gate => {
-    const g = gate()
-    gates.set(`${runId}/${callId}`, g)
-    return g
-  }
+  const { hold, waitFor: held } = callGates()
   const behaviour = async (call: ExecutorCall, _req: unknown, reply: FastifyReply): Promise<unknown> => {
-    await gates.get(`${call.runId}/${call.callId}`)?.promise
+    await held(call)
     if (call.arguments.fault === '500') return reply.code(500).send({ error: 'boom' })
     if (call.arguments.fault === 'destroy') {
       reply.raw.destroy()

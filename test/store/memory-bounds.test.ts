@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { MemoryStore, StoreFullError } from '../../src/store/memory.js'
 import { resolveRunOptions } from '../../src/runs/options.js'
 import type { RunRecord } from '../../src/runs/types.js'
-import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
+import { buildTestApp, get, post, startExecutor, tool, holdCalls } from '../helper.js'
 
 const TTL = 60_000
 
@@ -195,15 +195,7 @@ t.test('through the API: a run not used for TOOLGATE_RUN_TTL_SECONDS answers 404
 
 t.test('through the API: TOOLGATE_MAX_RUNS full of runs with batches in flight answers 503 overloaded', async (t) => {
   const ex = await startExecutor(t)
-  let release!: () => void
-  const gate = new Promise<void>((resolve) => { release = resolve })
-  let started!: () => void
-  const isStarted = new Promise<void>((resolve) => { started = resolve })
-  ex.on('slow', async () => {
-    started()
-    await gate
-    return { content: 'done' }
-  })
+  const { started: isStarted, release } = holdCalls(ex, 'slow')
   const { app } = await buildTestApp(t, { config: { maxRuns: 1 }, tools: [tool('slow', ex.url)] })
   await post(app, '/v1/runs', { runId: 'r1' })
   const pending = post(app, '/v1/runs/r1/batches', { calls: [{ id: 'a', name: 'slow', arguments: {} }] })
