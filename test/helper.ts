@@ -2,6 +2,7 @@
  * Shared test helpers: an app per test (closed on teardown), a recording
  * executor on a real port 0, and tool definitions pointing at it.
  */
+import { createServer } from 'node:net'
 import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { buildApp, type AppOptions } from '../src/app.js'
@@ -167,4 +168,13 @@ export function holdCalls (ex: TestExecutor, toolName: string, answer: unknown =
     return answer
   })
   return { started, release }
+}
+
+/** A port nothing listens on right now (for processes that must be told their port). */
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }

@@ -5,6 +5,8 @@ import { ProblemError } from '../errors.js'
 import { StoreFullError } from '../store/memory.js'
 import type { Store } from '../store/types.js'
 import { resolveRunOptions } from './options.js'
+import { newRunRecord } from './record.js'
+import { resetRepeats } from '../repeat/tracker.js'
 import type { RunRecord } from './types.js'
 import { type RunView, runView } from './view.js'
 
@@ -28,21 +30,7 @@ export class RunService {
   }
 
   async create (tenant: string, input: CreateRunInput): Promise<RunView> {
-    const now = Date.now()
-    const run: RunRecord = {
-      runId: input.runId ?? `run_${randomUUID()}`,
-      tenant,
-      state: 'active',
-      terminationReason: null,
-      options: resolveRunOptions(input, this.#o.maxConcurrentTools),
-      counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
-      repeat: { fingerprint: null, count: 0, advised: false },
-      batches: {},
-      inFlight: null,
-      stats: null,
-      createdAt: now,
-      lastActiveAt: now
-    }
+    const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#o.maxConcurrentTools), Date.now())
     let created: boolean
     try {
       created = await this.#o.store.createRun(run)
@@ -91,7 +79,7 @@ export class RunService {
     const result = await this.#o.store.updateRun(runId, (run) => {
       if (run.tenant !== tenant) throw notFound(runId)
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason }
-      run.repeat = { fingerprint: null, count: 0, advised: false }
+      run.repeat = resetRepeats()
       return { kind: 'ok' as const, run }
     })
     if (!result.found) throw notFound(runId)

@@ -1,5 +1,6 @@
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
+import { resetRepeats } from '../repeat/tracker.js'
 
 /** The stored answer of a finished batch, replayed on resubmission. */
 export interface BatchRecord {
@@ -99,7 +100,7 @@ export class StoreUnavailableError extends Error {
 export function markEnded (run: RunRecord, at: number): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
-  run.repeat = { fingerprint: null, count: 0, advised: false }
+  run.repeat = resetRepeats()
   run.batches = {}
   run.lastActiveAt = at
   return run

@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { freePort } from '../helper.js'
 import t from 'tap'
 
 const root = new URL('../../', import.meta.url).pathname
@@ -21,14 +21,6 @@ function execForm (text: string): string[] {
   return JSON.parse(json) as string[]
 }
 
-async function freePort (): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 t.test('the Dockerfile is multi-stage, installs production dependencies only and runs as a non-root user', async (t) => {
   const dockerfile = await readFile(root + 'Dockerfile', 'utf8')

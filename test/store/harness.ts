@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import type { Receipt } from '../../src/receipts/types.js'
 import type { RunRecord } from '../../src/runs/types.js'
+import { newRunRecord } from '../../src/runs/record.js'
+import { resolveRunOptions } from '../../src/runs/options.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RedisStore } from '../../src/store/redis.js'
 import type { Store } from '../../src/store/types.js'
@@ -104,28 +106,7 @@ export async function deleteByPrefix (prefix: string, url = REDIS_URL): Promise<
 
 /** A fresh active run record. */
 export function makeRun (runId: string, now: number, over: Partial<RunRecord> = {}): RunRecord {
-  return {
-    runId,
-    tenant: 'acme',
-    state: 'active',
-    terminationReason: null,
-    options: {
-      toolExecution: 'safeParallel',
-      maxConcurrentTools: 8,
-      limits: { exactToolRepeatAdvisoryThreshold: 3, exactToolRepeatTerminationThreshold: 8, maxTurns: null, maxToolCalls: null, timeoutMs: null, maxTotalTokens: null },
-      tools: null,
-      events: 'stock',
-      metadata: {}
-    },
-    counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
-    repeat: { fingerprint: null, count: 0, advised: false },
-    batches: {},
-    inFlight: null,
-    stats: null,
-    createdAt: now,
-    lastActiveAt: now,
-    ...over
-  }
+  return { ...newRunRecord(runId, 'acme', resolveRunOptions({}, 8), now), ...over }
 }
 
 /** A committed receipt of a run. */

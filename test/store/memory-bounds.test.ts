@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import { MemoryStore, StoreFullError } from '../../src/store/memory.js'
 import { resolveRunOptions } from '../../src/runs/options.js'
+import { newRunRecord } from '../../src/runs/record.js'
 import type { RunRecord } from '../../src/runs/types.js'
 import { buildTestApp, get, post, startExecutor, tool, holdCalls } from '../helper.js'
 
@@ -22,20 +23,7 @@ function storeAt (t: Test, opts: { maxRuns?: number, runTtlMs?: number } = {}): 
 }
 
 function record (runId: string, at: number): RunRecord {
-  return {
-    runId,
-    tenant: 'default',
-    state: 'active',
-    terminationReason: null,
-    options: resolveRunOptions({}, 8),
-    counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
-    repeat: { fingerprint: null, count: 0, advised: false },
-    batches: {},
-    inFlight: null,
-    stats: null,
-    createdAt: at,
-    lastActiveAt: at
-  }
+  return newRunRecord(runId, 'default', resolveRunOptions({}, 8), at)
 }
 
 /** Marks a run as having a batch in flight, the way the engine's lease does. */

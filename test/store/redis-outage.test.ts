@@ -5,24 +5,16 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { RedisStore } from '../../src/store/redis.js'
-import { buildTestApp, get, post, sleep, startExecutor, tool } from '../helper.js'
+import { buildTestApp, freePort, get, post, sleep, startExecutor, tool } from '../helper.js'
 
 const noServer = spawnSync('redis-server', ['--version']).status === 0 ? false : 'redis-server is not installed here'
 if (noServer !== false) t.comment(`Redis outage test skipped: ${noServer}`)
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /** Starts redis-server without persistence and waits until it answers. */
 async function startRedis (port: number, dir: string): Promise<ChildProcess> {

@@ -2,7 +2,7 @@
  * What only the Redis store has: its URL, its TTLs as Redis holds them, and
  * its failures when Redis cannot be reached.
  */
-import { createServer } from 'node:net'
+import { freePort } from '../helper.js'
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { Redis } from 'ioredis'
@@ -16,13 +16,6 @@ import { REDIS_URL, deleteByPrefix, makeReceipt, makeRun, redisUnavailable } fro
 const noRedis = await redisUnavailable()
 if (noRedis !== undefined) t.comment(`Redis cases skipped: ${noRedis}`)
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 t.test('the store URL gives the connection and the key prefix', async (t) => {
   t.same(parseStoreUrl('redis://127.0.0.1:6379/2?prefix=blue:'), { connection: 'redis://127.0.0.1:6379/2', prefix: 'blue:' })
