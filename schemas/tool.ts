@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import { ToolNamePattern } from './common.js'
 
 const Pointer = Type.String({ pattern: '^(/.*)?$', description: 'RFC 6901 JSON pointer' })
@@ -33,7 +33,6 @@ export const ToolDefinition = Type.Object({
   }, { additionalProperties: false }))
 }, { $id: 'ToolDefinition', additionalProperties: false })
 
-export type ToolDefinitionInput = Static<typeof ToolDefinition>
 
 /** PUT body: the name may be left out (it comes from the path). */
 export const ToolPutBody = Type.Composite([

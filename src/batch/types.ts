@@ -3,7 +3,6 @@ import type { Receipt } from '../receipts/types.js'
 /** A call's status in the batch response (SPEC section 4). */
 export type CallStatus = 'ok' | 'error' | 'rejected' | 'uncertain' | 'blocked' | 'cancelled' | 'terminated' | 'projection_failed'
 
-export const CALL_STATUSES: readonly CallStatus[] = ['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed']
 
 /** One call's result, in source order. */
 export interface CallResult {
