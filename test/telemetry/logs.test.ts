@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
-import { REDACTED, createLogger } from '../../src/logger.js'
+import { REDACTED, createLogger, redactSensitive } from '../../src/logger.js'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
 
 interface Line { level: number, msg: string, [key: string]: unknown }
@@ -106,4 +106,18 @@ t.test('a telemetry hook that throws is logged once at error and the batch goes 
   const failures = lines(logs).filter((l) => l.msg === 'a telemetry hook failed')
   t.equal(failures.length, 1)
   t.match(failures[0], { level: 50, hook: 'callStarted' })
+})
+
+t.test('censoring reaches into arrays and errors, copies only what it censors, and stops at a depth', async (t) => {
+  const clean = { runId: 'r1', calls: [{ callId: 'a', tool: 'look' }] }
+  t.equal(redactSensitive(clean), clean, 'nothing to censor: the very same object')
+
+  const err = Object.assign(new Error('executor said no'), { body: 'S1' })
+  const out = redactSensitive({ err, list: [{ content: 'S2' }, 'kept'], deep: { a: { b: { c: { d: { e: { f: 'S3' } } } } } } })
+  t.notMatch(JSON.stringify(out), /S\d/)
+  t.match(out.err, { type: 'Error', message: 'executor said no', body: REDACTED })
+  t.type(out.err.stack, 'string')
+  t.same(out.list, [{ content: REDACTED }, 'kept'])
+  t.equal(out.deep.a.b.c.d.e, REDACTED, 'past the depth limit, a subtree is censored whole')
+  t.equal(err.body, 'S1', 'the logged object itself is left alone')
 })
