@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events'
 import { Agent, errors as undiciErrors } from 'undici'
 
 /** What was sent and what came back, before any tool-level meaning is given to it. */
@@ -34,6 +35,24 @@ const UNSENT_CODES = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'CERT_HAS_EXPIRED'
 ])
 
+/**
+ * The abort switch of one executor request, in the EventEmitter shape undici
+ * accepts as a `signal`. An AbortController with its listener costs about
+ * 6 µs per request on Node 20, an EventEmitter well under 1 µs, and there is
+ * one per tool call.
+ */
+class CallAbort extends EventEmitter {
+  aborted = false
+  reason: unknown = undefined
+
+  abort (): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = new undiciErrors.RequestAbortedError()
+    this.emit('abort')
+  }
+}
+
 class ResponseTooLarge extends Error {
   readonly code = 'response_too_large'
 }
@@ -58,24 +77,24 @@ export class ExecutorClient {
   }
 
   async post (req: ExecutorRequest): Promise<ExecutorAnswer> {
-    // A plain controller and timer: AbortSignal.timeout/any cost several times more per call.
-    const controller = new AbortController()
+    const abort = new CallAbort()
     const timeout = { aborted: false }
     const timer = setTimeout(() => {
       timeout.aborted = true
-      controller.abort()
+      abort.abort()
     }, req.timeoutMs)
-    const forward = (): void => controller.abort()
+    const forward = (): void => abort.abort()
     req.signal?.addEventListener('abort', forward, { once: true })
+    if (req.signal?.aborted === true) abort.abort()
     try {
-      return await this.#exchange(req, controller.signal, timeout)
+      return await this.#exchange(req, abort, timeout)
     } finally {
       clearTimeout(timer)
       req.signal?.removeEventListener('abort', forward)
     }
   }
 
-  async #exchange (req: ExecutorRequest, signal: AbortSignal, timeout: { aborted: boolean }): Promise<ExecutorAnswer> {
+  async #exchange (req: ExecutorRequest, signal: CallAbort, timeout: { aborted: boolean }): Promise<ExecutorAnswer> {
     const target = this.#target(req.url)
     let res
     try {
