@@ -8,6 +8,8 @@ import type { Services } from '../src/services.js'
 import { BatchBody, BatchHeaders } from '../schemas/batch.js'
 import { RunIdParams, problems } from '../schemas/common.js'
 
+const JSON_TYPE = 'application/json; charset=utf-8'
+
 /** The batch of tool calls one model turn produced (SPEC section 4). */
 export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { engine, config } = services
@@ -52,8 +54,9 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     }
 
     if (!wantsEventStream(req.headers.accept)) {
-      const { response } = await engine.execute(request)
-      return reply.send(response)
+      // The response is JSON text already (the stored answer, byte for byte, when replayed).
+      const { body } = await engine.execute(request)
+      return reply.type(JSON_TYPE).send(body)
     }
 
     // Server-sent events: the status line goes out with the first event, so
@@ -62,13 +65,14 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     const gone = new AbortController()
     let open = false
     const raw = reply.raw
-    const write = (type: string, data: unknown): void => {
+    const write = (type: string, data: unknown): void => { writeText(type, JSON.stringify(data)) }
+    const writeText = (type: string, json: string): void => {
       if (!open) {
         open = true
         reply.hijack()
         raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' })
       }
-      if (!raw.destroyed) raw.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`)
+      if (!raw.destroyed) raw.write(`event: ${type}\ndata: ${json}\n\n`)
     }
     // The response's 'close' before it finished means the client went away.
     // Not the request's 'close': that fires as soon as the body has been read.
@@ -76,8 +80,8 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     raw.on('close', () => { if (!raw.writableFinished) gone.abort() })
     if (raw.destroyed || req.raw.socket?.destroyed === true) gone.abort()
     try {
-      const { response } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
-      write('batch.completed', response)
+      const { body } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
+      writeText('batch.completed', body)
       raw.end()
     } catch (err) {
       if (!open) throw err

@@ -2,7 +2,7 @@ import type { ExecutorAnswer, ExecutorClient } from '../dispatch/client.js'
 import { executorBody } from '../dispatch/executor-body.js'
 import type { PreparedCall } from '../prepare/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
-import type { CallDetails, CallResult } from './types.js'
+import type { CallDetails } from './types.js'
 import { UNCERTAIN_MESSAGE, contentOf, errorContent } from './content.js'
 
 /** Everything one call's dispatch needs besides the call. */
@@ -67,11 +67,6 @@ export async function dispatchPlain (ctx: DispatchContext, call: PreparedCall, o
   const outcome = interpretAnswer(await sendToExecutor(ctx, call, operationId), call.tool.readOnly)
   outcome.details.operationId = operationId
   return { value: outcome, uncertain: outcome.status === 'uncertain', closeBatch: false }
-}
-
-export function toResult (call: { id: string, requestedName: string, toolName: string }, outcome: Omit<CallResult, 'callId' | 'name'>): CallResult {
-  if (call.toolName !== call.requestedName) outcome.details.tool = call.toolName
-  return { callId: call.id, name: call.requestedName, ...outcome }
 }
 
 function unknownOutcome (cause: string, httpStatus: number | undefined, readOnly: boolean): PlainOutcome {

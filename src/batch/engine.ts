@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { ExecutorClient } from '../dispatch/client.js'
 import { ProblemError } from '../errors.js'
@@ -8,6 +7,7 @@ import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
 import { operationId } from '../receipts/operation-id.js'
 import { canonicalJson, fingerprint } from '../repeat/fingerprint.js'
+import { sha256 } from '../repeat/sha256.js'
 import { policyMessage } from '../repeat/tracker.js'
 import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
 import { planEpochs } from '../schedule/plan.js'
@@ -15,11 +15,11 @@ import { EpochRunner } from '../schedule/runner.js'
 import type { DispatchOutcome, SchedulableCall, Settlement } from '../schedule/types.js'
 import type { Store } from '../store/types.js'
 import type { BatchObserver, BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
-import { combineObservers } from '../telemetry/types.js'
+import { ObserverList } from '../telemetry/types.js'
 import type { ToolLookup } from '../tools/types.js'
 import { admit } from './admit.js'
 import { type ActionOutcome, dispatchAction } from './dispatch-action.js'
-import { dispatchPlain, toResult } from './dispatch-call.js'
+import { dispatchPlain } from './dispatch-call.js'
 import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
 import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
 import type { BatchEvent, BatchResponse, CallResult, PolicyMessage } from './types.js'
@@ -102,7 +102,8 @@ export class BatchEngine {
     return true
   }
 
-  async execute (req: BatchRequest): Promise<{ response: BatchResponse, replayed: boolean }> {
+  /** Runs a batch, or answers the stored response of one sent before: `body` is the response as JSON text. */
+  async execute (req: BatchRequest): Promise<{ body: string, replayed: boolean }> {
     const { store } = this.#deps
     const requestHash = hashCalls(req.calls)
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
@@ -115,11 +116,11 @@ export class BatchEngine {
       case 'not_active': throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
-        if (record !== undefined) return { response: record.response as BatchResponse, replayed: true }
+        if (record !== undefined) return { body: record.responseJson, replayed: true }
         return await this.#resume(req, requestHash)
       }
       case 'started':
-        return { response: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
+        return { body: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
     }
   }
 
@@ -129,7 +130,7 @@ export class BatchEngine {
    * batch runs again under the same turn; action calls replay from their
    * receipts, so nothing that committed is applied twice.
    */
-  async #resume (req: BatchRequest, requestHash: string): Promise<{ response: BatchResponse, replayed: boolean }> {
+  async #resume (req: BatchRequest, requestHash: string): Promise<{ body: string, replayed: boolean }> {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Begin => {
       if (run.tenant !== req.tenant) throw notFound(req.runId)
       const now = Date.now()
@@ -139,7 +140,7 @@ export class BatchEngine {
       return { kind: 'started', run, turn: run.counters.turns }
     })
     const begin: Begin = resumed.found ? resumed.value : { kind: 'not_found' }
-    if (begin.kind === 'started') return { response: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
+    if (begin.kind === 'started') return { body: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
     if (begin.kind === 'not_found') throw new ProblemError('run_not_found', `No run ${req.runId}`)
     if (begin.kind === 'not_active') throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
     throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
@@ -175,7 +176,7 @@ export class BatchEngine {
     return { kind: 'started', run, turn: run.counters.turns }
   }
 
-  async #run (req: BatchRequest, run: RunRecord, turn: number, requestHash: string): Promise<BatchResponse> {
+  async #run (req: BatchRequest, run: RunRecord, turn: number, requestHash: string): Promise<string> {
     const { store, telemetry } = this.#deps
     const t0 = performance.now()
     const options = run.options
@@ -187,7 +188,7 @@ export class BatchEngine {
     const timers = this.#startTimers(req, run, controller)
 
     const recorder = new EventRecorder(options.events, req.onEvent)
-    const observer = combineObservers([recorder, telemetry.observeBatch({
+    const observer = new ObserverList([recorder, telemetry.observeBatch({
       runId: req.runId,
       batchId: req.batchId,
       tenant: req.tenant,
@@ -252,7 +253,7 @@ export class BatchEngine {
           if (o.ok) dispatchable.push(o)
           else results[i] = rejectedResult(o)
         }
-        if (results[i] !== undefined) observer.callSettled?.({ ...info, status: results[i].status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, ...reasonOf(results[i]) })
+        if (results[i] !== undefined) observer.callSettled({ ...info, status: results[i].status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, reason: reasonOf(results[i].details) })
       }
       if (admission?.termination != null) observer.runTerminated?.(admission.termination.reason)
 
@@ -303,7 +304,7 @@ export class BatchEngine {
 
   /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
   async #schedule (req: BatchRequest, run: RunRecord, calls: PreparedCall[], preparedAt: string, fingerprints: string[],
-    results: CallResult[], stats: RunStats, observer: BatchObserver, signal: AbortSignal): Promise<boolean> {
+    results: CallResult[], stats: RunStats, observer: ObserverList, signal: AbortSignal): Promise<boolean> {
     if (calls.length === 0) return false
     const byIndex = new Map<number, PreparedCall>()
     const schedulable: SchedulableCall[] = calls.map((c) => {
@@ -315,6 +316,7 @@ export class BatchEngine {
     const info = (c: SchedulableCall, epoch: number): CallInfo =>
       ({ callId: c.id, tool: byIndex.get(c.index)!.tool.name, known: true, epoch })
 
+    // Once per call: objects are built whole, without spreads.
     const settle = (c: SchedulableCall, s: Settlement<unknown>): void => {
       const call = byIndex.get(c.index)!
       let result: CallResult
@@ -323,13 +325,18 @@ export class BatchEngine {
         const value = s.value as ActionOutcome
         durationMs = s.durationMs
         stats.toolTimeMs += s.durationMs
-        const details = { epoch: s.epoch, durationMs: round(s.durationMs), startedAt: new Date(s.startedAt).toISOString(), ...value.details }
-        result = toResult({ id: call.id, requestedName: call.requestedName, toolName: call.tool.name }, { status: value.status, content: value.content, isError: value.isError, details })
+        // The outcome's details are its own, made for this call: completed in place.
+        const details = value.details
+        details.epoch = s.epoch
+        details.durationMs = round(s.durationMs)
+        details.startedAt = new Date(s.startedAt).toISOString()
+        if (call.tool.name !== call.requestedName) details.tool = call.tool.name
+        result = { callId: call.id, name: call.requestedName, status: value.status, content: value.content, isError: value.isError, details }
         if (value.status === 'projection_failed') {
           closed = true
           stats.projectionFailures++
         }
-        if (value.status === 'uncertain' || value.details.receipt?.status === 'uncertain') stats.uncertainWrites++
+        if (value.status === 'uncertain' || details.receipt?.status === 'uncertain') stats.uncertainWrites++
       } else if (s.kind === 'blocked') {
         stats.blockedCalls++
         result = blockedResult(call, s.blockedBy, s.epoch)
@@ -338,7 +345,9 @@ export class BatchEngine {
       }
       results[c.index] = result
       const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
-      observer.callSettled?.({ ...info(c, s.epoch), status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, ...reasonOf(result) })
+      observer.callSettled({
+        callId: c.id, tool: call.tool.name, known: true, epoch: s.epoch, status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, reason: reasonOf(result.details)
+      })
     }
 
     const runner = new EpochRunner<ActionOutcome>({
@@ -375,7 +384,7 @@ export class BatchEngine {
 
   /** Records the batch, releases the lease and builds the response. */
   async #finish (req: BatchRequest, turn: number, requestHash: string, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
-    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: AbortSignal): Promise<BatchResponse> {
+    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: AbortSignal): Promise<string> {
     const { store } = this.#deps
     const reason = signal.aborted ? String(signal.reason) : null
     const wallMs = performance.now() - t0
@@ -411,11 +420,12 @@ export class BatchEngine {
       continue: state.state === 'active' && !closed,
       run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
     }
-    await store.putBatch(req.runId, { batchId: req.batchId, requestHash, response, completedAt: Date.now() })
+    const responseJson = JSON.stringify(response)
+    await store.putBatch(req.runId, { batchId: req.batchId, requestHash, responseJson, completedAt: Date.now() })
     await store.updateRun(req.runId, (r) => {
       if (r.inFlight?.batchId === req.batchId) r.inFlight = null
     })
-    return response
+    return responseJson
   }
 }
 
@@ -427,13 +437,11 @@ function notFound (runId: string): ProblemError {
 }
 
 /** Why a call did not succeed, for spans and logs: a reason code, a cause or an HTTP status. */
-function reasonOf (result: CallResult): { reason?: string } {
-  const d = result.details
-  const reason = d.reason ?? d.cause ?? (d.httpStatus !== undefined && d.httpStatus >= 300 ? String(d.httpStatus) : undefined)
-  return reason === undefined ? {} : { reason }
+function reasonOf (d: CallResult['details']): string | undefined {
+  return d.reason ?? d.cause ?? (d.httpStatus !== undefined && d.httpStatus >= 300 ? String(d.httpStatus) : undefined)
 }
 
 /** Identifies a batch's calls, so a reused batch id with other calls is caught. */
 export function hashCalls (calls: readonly RawCall[]): string {
-  return createHash('sha256').update(canonicalJson(calls.map((c) => [c.id, c.name, c.arguments ?? null]))).digest('base64url').slice(0, 22)
+  return sha256(canonicalJson(calls.map((c) => [c.id, c.name, c.arguments ?? null])), 'base64url').slice(0, 22)
 }

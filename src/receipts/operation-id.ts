@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { sha256 } from '../repeat/sha256.js'
 
 /**
  * The operation id of a call: derived from the run, the call id and the
@@ -6,5 +6,5 @@ import { createHash } from 'node:crypto'
  * reused call id with other arguments does not.
  */
 export function operationId (runId: string, callId: string, fingerprint: string): string {
-  return 'op_' + createHash('sha256').update(`${runId}\u0000${callId}\u0000${fingerprint}`).digest('hex').slice(0, 40)
+  return 'op_' + sha256(`${runId}\u0000${callId}\u0000${fingerprint}`, 'hex').slice(0, 40)
 }

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto'
 import canonicalizeModule from 'canonicalize'
+import { sha256 } from './sha256.js'
 
 type Serialize = (input: unknown) => string | undefined
 
@@ -99,7 +99,7 @@ export function fingerprint (toolName: string, args: unknown): string {
   if (typeof toolName !== 'string') {
     throw new TypeError(`Expected \`toolName\` to be a string, got ${typeof toolName}`)
   }
-  return createHash('sha256').update(canonicalJson([toolName, args]), 'utf8').digest('hex')
+  return sha256(canonicalJson([toolName, args]), 'hex')
 }
 
 /** The only form of a fingerprint telemetry may show: its first 12 hex characters. */

@@ -6,8 +6,8 @@ import { resetRepeats } from '../repeat/tracker.js'
 export interface BatchRecord {
   batchId: string
   requestHash: string
-  /** The response body exactly as first answered. */
-  response: unknown
+  /** The response body exactly as first answered (JSON text: a leaf for the garbage collector, and sent again as is). */
+  responseJson: string
   completedAt: number
 }
 

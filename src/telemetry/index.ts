@@ -3,7 +3,7 @@ import type { Store } from '../store/types.js'
 import { Metrics } from './metrics.js'
 import { SummaryAggregator } from './summary.js'
 import { tracingObserver } from './tracing.js'
-import { type BatchInfo, type BatchObserver, OBSERVER_HOOKS, type Telemetry, combineObservers } from './types.js'
+import { type BatchInfo, type BatchObserver, type BatchOutcome, type CallInfo, type CallSettledInfo, GuardedObservers, type Telemetry } from './types.js'
 
 /** Telemetry of one app instance: metrics, logs, traces and the summaries. */
 export interface TelemetryHandle extends Telemetry {
@@ -21,52 +21,53 @@ export interface TelemetryOptions {
 export function createTelemetry (opts: TelemetryOptions): TelemetryHandle {
   const metrics = new Metrics(opts.store)
   const summary = new SummaryAggregator()
+  const { logger } = opts
+  // A hook that throws is logged once per hook and process, then ignored.
   const failed = new Set<string>()
+  const onFailure = (hook: string, err: unknown): void => {
+    if (failed.has(hook)) return
+    failed.add(hook)
+    logger.error({ hook, err: { message: (err as Error)?.message, stack: (err as Error)?.stack } }, 'a telemetry hook failed')
+  }
   return {
     metrics,
     summary,
     observeBatch (info: BatchInfo): BatchObserver {
-      const observers = [metrics.observer(), batchLogger(opts.logger, info), tracingObserver(info)]
+      const observers = [metrics.observer(), new BatchLog(logger, info), tracingObserver(info)]
       if (opts.extra !== undefined) observers.push(opts.extra.observeBatch(info))
-      return combineObservers(observers.map((o) => guarded(o, opts.logger, failed)))
+      return new GuardedObservers(observers, onFailure)
     }
   }
 }
 
-/** One log line per batch, bound to runId and batchId; never arguments or bodies. */
-function batchLogger (logger: Logger, info: BatchInfo): BatchObserver {
-  const log = logger.child({ runId: info.runId, batchId: info.batchId })
-  return {
-    repeatDetected: (c, action, count) => log.info({ callId: c.callId, tool: c.tool, action, count }, 'exact repeat detected'),
-    projectionFailed: (c, problem) => log.warn({ callId: c.callId, tool: c.tool, problem }, 'receipt projection failed'),
-    runTerminated: (reason) => log.info({ reason }, 'run terminated'),
-    callSettled: (c) => {
-      if (c.uncertain) log.warn({ callId: c.callId, tool: c.tool }, 'write outcome uncertain')
-    },
-    batchCompleted: (outcome, durationMs) => log.info({ turn: info.turn, calls: info.calls, outcome, durationMs: Math.round(durationMs * 1000) / 1000 }, 'batch completed')
-  }
-}
+/** A batch's log lines, each with its runId and batchId; never arguments or bodies. */
+class BatchLog implements BatchObserver {
+  readonly #log: Logger
+  readonly #info: BatchInfo
 
-/**
- * Telemetry must never change what a batch does: a hook that throws is
- * logged (once per hook and process) and otherwise ignored.
- */
-function guarded (observer: BatchObserver, logger: Logger, failed: Set<string>): BatchObserver {
-  const out: Record<string, unknown> = {}
-  for (const name of OBSERVER_HOOKS) {
-    const hook = observer[name] as ((...args: unknown[]) => unknown) | undefined
-    if (typeof hook !== 'function') continue
-    out[name] = (...args: unknown[]): unknown => {
-      try {
-        return hook.apply(observer, args)
-      } catch (err) {
-        if (!failed.has(name)) {
-          failed.add(name)
-          logger.error({ hook: name, err: { message: (err as Error)?.message, stack: (err as Error)?.stack } }, 'a telemetry hook failed')
-        }
-        return undefined
-      }
-    }
+  constructor (log: Logger, info: BatchInfo) {
+    this.#log = log
+    this.#info = info
   }
-  return out as BatchObserver
+
+  repeatDetected (c: CallInfo, action: 'advisory' | 'terminated', count: number): void {
+    this.#log.info({ runId: this.#info.runId, batchId: this.#info.batchId, callId: c.callId, tool: c.tool, action, count }, 'exact repeat detected')
+  }
+
+  projectionFailed (c: CallInfo, problem: string): void {
+    this.#log.warn({ runId: this.#info.runId, batchId: this.#info.batchId, callId: c.callId, tool: c.tool, problem }, 'receipt projection failed')
+  }
+
+  runTerminated (reason: string): void {
+    this.#log.info({ runId: this.#info.runId, batchId: this.#info.batchId, reason }, 'run terminated')
+  }
+
+  callSettled (c: CallSettledInfo): void {
+    if (c.uncertain) this.#log.warn({ runId: this.#info.runId, batchId: this.#info.batchId, callId: c.callId, tool: c.tool }, 'write outcome uncertain')
+  }
+
+  batchCompleted (outcome: BatchOutcome, durationMs: number): void {
+    const { runId, batchId, turn, calls } = this.#info
+    this.#log.info({ runId, batchId, turn, calls, outcome, durationMs: Math.round(durationMs * 1000) / 1000 }, 'batch completed')
+  }
 }

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { Store } from '../store/types.js'
-import type { BatchObserver, BatchOutcome } from './types.js'
+import type { BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './types.js'
 
 const BATCH_OUTCOMES: readonly BatchOutcome[] = ['completed', 'terminated', 'cancelled', 'closed', 'error']
 
@@ -27,6 +27,8 @@ export class Metrics {
   readonly runTerminations: Counter<'reason'>
   readonly inFlightCalls: Gauge
   readonly inFlightBatches: Gauge
+  readonly #children = new Map<object, Map<string, Counter.Internal>>()
+  readonly #durations = new Map<string, Histogram.Internal<'tool'>>()
 
   constructor (store: Store) {
     const registers = [this.registry]
@@ -62,35 +64,82 @@ export class Metrics {
 
   /** The metrics side of one batch. */
   observer (): BatchObserver {
-    const label = (c: { tool: string, known: boolean }): string => (c.known ? c.tool : UNKNOWN_TOOL_LABEL)
     this.inFlightBatches.inc()
-    return {
-      epochStarted: (_e, size) => {
-        this.epochs.inc()
-        this.epochWidth.observe(size)
-      },
-      callStarted: () => this.inFlightCalls.inc(),
-      callSettled: (c) => {
-        const tool = label(c)
-        this.calls.inc({ tool, status: c.status })
-        if (c.durationMs !== null) {
-          this.inFlightCalls.dec()
-          this.callDuration.observe({ tool }, c.durationMs / 1000)
-        }
-        if (c.uncertain) this.uncertainWrites.inc({ tool })
-        if (c.status === 'blocked') this.blockedCalls.inc({ tool })
-      },
-      repeatDetected: (c, action) => {
-        if (action === 'advisory') this.repeatAdvisories.inc({ tool: label(c) })
-        else this.repeatTerminations.inc({ tool: label(c) })
-      },
-      projectionFailed: (c) => this.projectionFailures.inc({ tool: label(c) }),
-      runTerminated: (reason) => this.runTerminations.inc({ reason }),
-      batchCompleted: (outcome, durationMs) => {
-        this.inFlightBatches.dec()
-        this.batches.inc({ outcome })
-        this.batchDuration.observe(durationMs / 1000)
-      }
+    return new BatchMetrics(this)
+  }
+
+  /** The labelled child of a counter, looked up once per label set (prom-client hashes labels on every call). */
+  child (counter: Counter<'tool'>, tool: string): Counter.Internal
+  child (counter: Counter<'tool' | 'status'>, tool: string, status: string): Counter.Internal
+  child (counter: Counter<'tool'> | Counter<'tool' | 'status'>, tool: string, status?: string): Counter.Internal {
+    let byCounter = this.#children.get(counter)
+    if (byCounter === undefined) this.#children.set(counter, (byCounter = new Map()))
+    const key = status === undefined ? tool : `${tool}\u0000${status}`
+    let child = byCounter.get(key)
+    if (child === undefined) {
+      child = status === undefined ? (counter as Counter<'tool'>).labels({ tool }) : (counter as Counter<'tool' | 'status'>).labels({ tool, status })
+      byCounter.set(key, child)
     }
+    return child
+  }
+
+  /** The call-duration histogram of one tool, looked up once per tool. */
+  durationOf (tool: string): Histogram.Internal<'tool'> {
+    let child = this.#durations.get(tool)
+    if (child === undefined) this.#durations.set(tool, (child = this.callDuration.labels({ tool })))
+    return child
+  }
+}
+
+/** Label used for a call: the tool's name, or a fixed label when the name resolved to nothing. */
+const labelOf = (c: { tool: string, known: boolean }): string => (c.known ? c.tool : UNKNOWN_TOOL_LABEL)
+
+/** The metrics side of one batch. */
+class BatchMetrics implements BatchObserver {
+  readonly #m: Metrics
+
+  constructor (metrics: Metrics) {
+    this.#m = metrics
+  }
+
+  epochStarted (_epoch: number, size: number): void {
+    this.#m.epochs.inc()
+    this.#m.epochWidth.observe(size)
+  }
+
+  callStarted (): void {
+    this.#m.inFlightCalls.inc()
+  }
+
+  callSettled (c: CallSettledInfo): void {
+    const m = this.#m
+    const tool = labelOf(c)
+    m.child(m.calls, tool, c.status).inc()
+    if (c.durationMs !== null) {
+      m.inFlightCalls.dec()
+      m.durationOf(tool).observe(c.durationMs / 1000)
+    }
+    if (c.uncertain) m.child(m.uncertainWrites, tool).inc()
+    if (c.status === 'blocked') m.child(m.blockedCalls, tool).inc()
+  }
+
+  repeatDetected (c: CallInfo, action: 'advisory' | 'terminated'): void {
+    const m = this.#m
+    m.child(action === 'advisory' ? m.repeatAdvisories : m.repeatTerminations, labelOf(c)).inc()
+  }
+
+  projectionFailed (c: CallInfo): void {
+    this.#m.child(this.#m.projectionFailures, labelOf(c)).inc()
+  }
+
+  runTerminated (reason: string): void {
+    this.#m.runTerminations.inc({ reason })
+  }
+
+  batchCompleted (outcome: BatchOutcome, durationMs: number): void {
+    const m = this.#m
+    m.inFlightBatches.dec()
+    m.batches.inc({ outcome })
+    m.batchDuration.observe(durationMs / 1000)
   }
 }

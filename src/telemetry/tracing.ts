@@ -90,13 +90,23 @@ function inject (ctx: Context): Record<string, string> {
  */
 function propagationOnly (parent: Context): BatchObserver {
   const incoming = trace.getSpanContext(parent)
-  if (incoming !== undefined && isSpanContextValid(incoming)) {
-    const headers = inject(parent)
-    return { executorHeaders: () => ({ ...headers }) }
-  }
-  const traceId = randomHex(16)
+  if (incoming !== undefined && isSpanContextValid(incoming)) return new FixedHeaders(inject(parent))
+  return new FreshSpanIds(randomHex(16))
+}
+
+/** The caller's trace context, passed on unchanged to every executor. */
+class FixedHeaders implements BatchObserver {
+  readonly #headers: Record<string, string>
+  constructor (headers: Record<string, string>) { this.#headers = headers }
+  executorHeaders (): Record<string, string> { return { ...this.#headers } }
+}
+
+/** One unsampled trace id for the batch, a new span id per executor request. */
+class FreshSpanIds implements BatchObserver {
+  readonly #traceId: string
+  constructor (traceId: string) { this.#traceId = traceId }
   // Built directly: the W3C format is fixed, and the propagator is costly on the hot path.
-  return { executorHeaders: () => ({ traceparent: `00-${traceId}-${randomHex(8)}-00` }) }
+  executorHeaders (): Record<string, string> { return { traceparent: `00-${this.#traceId}-${randomHex(8)}-00` } }
 }
 
 /** Random ids from a pooled buffer: one crypto call per 4 KiB instead of one per id. */

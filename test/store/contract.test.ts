@@ -100,7 +100,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
       run.repeat = { fingerprint: 'abc', count: 3, advised: true }
       run.batches.b1 = 'hash1'
     })
-    await store.putBatch('r1', { batchId: 'b1', requestHash: 'hash1', response: { ok: 1 }, completedAt: now() })
+    await store.putBatch('r1', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() })
     await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
 
     const ended = await peer.endRun('r1', now())
@@ -118,7 +118,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
   t.test('batch records are kept with their run and only while it exists', async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
-    const record = { batchId: 'b1', requestHash: 'h', response: { runId: 'r1', results: [{ callId: 'c1', status: 'ok' }] }, completedAt: now() }
+    const record = { batchId: 'b1', requestHash: 'h', responseJson: JSON.stringify({ runId: 'r1', results: [{ callId: 'c1', status: 'ok' }] }), completedAt: now() }
     await store.putBatch('r1', record)
     await store.updateRun('r1', (run) => { run.counters.turns++ })
     t.same(await peer.getBatch('r1', 'b1'), record)

@@ -74,7 +74,7 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
   t.ok(leasedTtl > 9 * runTtlMs, `a leased run lives at least until its lease expires (${leasedTtl} ms)`)
   t.ok(await raw.pttl(`${prefix}op:op_1`) >= leasedTtl + receiptRetentionMs, 'its receipts are pushed on with it')
 
-  await store.putBatch('r1', { batchId: 'b1', requestHash: 'h', response: {}, completedAt: Date.now() })
+  await store.putBatch('r1', { batchId: 'b1', requestHash: 'h', responseJson: '{}', completedAt: Date.now() })
   const batchTtl = await raw.pttl(`${prefix}batches:r1`)
   t.ok(Math.abs(batchTtl - await raw.pttl(`${prefix}run:r1`)) < 5000, 'batch records live exactly as long as their run')
 
