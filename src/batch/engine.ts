@@ -12,7 +12,7 @@ import { policyMessage } from '../repeat/tracker.js'
 import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
 import { planEpochs } from '../schedule/plan.js'
 import { EpochRunner } from '../schedule/runner.js'
-import type { DispatchOutcome, SchedulableCall, Settlement } from '../schedule/types.js'
+import { type DispatchOutcome, type SchedulableCall, type Settlement, type StopSignal, StopSwitch } from '../schedule/types.js'
 import type { Store } from '../store/types.js'
 import type { BatchObserver, BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
@@ -66,7 +66,7 @@ type Begin =
   | { kind: 'not_active', reason: TerminationReason | null }
 
 /** A running batch's cancel switch. */
-interface Control { controller: AbortController, batchId: string }
+interface Control { controller: StopSwitch, batchId: string }
 
 /**
  * Runs batches: lease the run, prepare every call, admit them against the
@@ -180,7 +180,7 @@ export class BatchEngine {
     const { store, telemetry } = this.#deps
     const t0 = performance.now()
     const options = run.options
-    const controller = new AbortController()
+    const controller = new StopSwitch()
     this.#controls.set(req.runId, { controller, batchId: req.batchId })
     const onClientGone = (): void => controller.abort('client_gone')
     req.signal?.addEventListener('abort', onClientGone, { once: true })
@@ -232,7 +232,7 @@ export class BatchEngine {
       const policyMessages: PolicyMessage[] = []
       const dispatchable: PreparedCall[] = []
       const stats = emptyStats()
-      const notActiveReason = controller.signal.aborted ? String(controller.signal.reason) : stoppedBy
+      const notActiveReason = controller.aborted ? String(controller.reason) : stoppedBy
       for (const [i, o] of outcomes.entries()) {
         const decision = admission?.decisions[i]
         const info = { callId: o.id, tool: o.tool?.name ?? o.requestedName, known: o.tool !== null, epoch: null }
@@ -257,8 +257,8 @@ export class BatchEngine {
       }
       if (admission?.termination != null) observer.runTerminated?.(admission.termination.reason)
 
-      const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, results, stats, observer, controller.signal)
-      return await this.#finish(req, turn, requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller.signal)
+      const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, results, stats, observer, controller)
+      return await this.#finish(req, turn, requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller)
     } catch (err) {
       observer.batchCompleted?.('error', performance.now() - t0)
       // A bug must not leave the run leased forever.
@@ -274,7 +274,7 @@ export class BatchEngine {
   }
 
   /** The run's timeoutMs, and the lease renewal of a long batch. */
-  #startTimers (req: BatchRequest, run: RunRecord, controller: AbortController): NodeJS.Timeout[] {
+  #startTimers (req: BatchRequest, run: RunRecord, controller: StopSwitch): NodeJS.Timeout[] {
     const timers: NodeJS.Timeout[] = []
     const { timeoutMs } = run.options.limits
     const remaining = timeoutMs === null ? Infinity : run.createdAt + timeoutMs - Date.now()
@@ -304,7 +304,7 @@ export class BatchEngine {
 
   /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
   async #schedule (req: BatchRequest, run: RunRecord, calls: PreparedCall[], preparedAt: string, fingerprints: string[],
-    results: CallResult[], stats: RunStats, observer: ObserverList, signal: AbortSignal): Promise<boolean> {
+    results: CallResult[], stats: RunStats, observer: ObserverList, signal: StopSignal): Promise<boolean> {
     if (calls.length === 0) return false
     const byIndex = new Map<number, PreparedCall>()
     const schedulable: SchedulableCall[] = calls.map((c) => {
@@ -384,7 +384,7 @@ export class BatchEngine {
 
   /** Records the batch, releases the lease and builds the response. */
   async #finish (req: BatchRequest, turn: number, requestHash: string, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
-    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: AbortSignal): Promise<string> {
+    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: StopSignal): Promise<string> {
     const { store } = this.#deps
     const reason = signal.aborted ? String(signal.reason) : null
     const wallMs = performance.now() - t0

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement } from './types.js'
+import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement, StopSignal } from './types.js'
 
 /** Sends one call; the runner settles it with the outcome. */
 export type Dispatch<T> = (call: SchedulableCall, epoch: number) => Promise<DispatchOutcome<T>>
@@ -8,7 +8,7 @@ export interface RunnerOptions<T> {
   /** Most calls running at once inside an epoch. */
   maxConcurrent: number
   /** Aborting stops anything not yet started from starting (SPEC section 5, "Cancellation"). */
-  signal?: AbortSignal
+  signal?: StopSignal
   hooks?: RunnerHooks
   /** Turns a dispatch that threw into an outcome, so every call still settles once. */
   onDispatchError: (call: SchedulableCall, err: unknown) => DispatchOutcome<T>

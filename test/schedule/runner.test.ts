@@ -1,6 +1,6 @@
 import t from 'tap'
 import { EpochRunner, type RunnerOptions } from '../../src/schedule/runner.js'
-import type { DispatchOutcome, Epoch, SchedulableCall, Settlement } from '../../src/schedule/types.js'
+import { type DispatchOutcome, type Epoch, type SchedulableCall, type Settlement, StopSwitch } from '../../src/schedule/types.js'
 import type { ExecutionHint } from '../../src/tools/types.js'
 
 /** Lets every pending promise callback run; no timers, no real time. */
@@ -269,9 +269,15 @@ t.test('a write already running when another becomes uncertain settles normally'
   t.strictSame(kinds(await done, calls), { w0: 'ran', w1: 'ran' })
 })
 
-t.test('cancellation mid-epoch lets running calls settle and starts nothing else, in this epoch or later', async (t) => {
+// The engine stops its batches with a StopSwitch; anything shaped like an AbortSignal works.
+const stoppers = {
+  AbortController: () => { const c = new AbortController(); return { signal: c.signal, abort: (r: string) => c.abort(r) } },
+  StopSwitch: () => { const s = new StopSwitch(); return { signal: s, abort: (r: string) => s.abort(r) } }
+}
+
+for (const [kind, make] of Object.entries(stoppers)) t.test(`cancellation (${kind}) mid-epoch lets running calls settle and starts nothing else, in this epoch or later`, async (t) => {
   const calls = makeCalls({ a: { read: true }, b: { read: true }, c: { read: true }, d: { read: true }, e: {}, f: { read: true } })
-  const controller = new AbortController()
+  const controller = make()
   const h = harness({ maxConcurrent: 2, signal: controller.signal })
   const done = h.runner.run([[calls.a!, calls.b!, calls.c!, calls.d!], [calls.e!], [calls.f!]], h.dispatch)
   await flush()
