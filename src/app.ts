@@ -90,8 +90,9 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   registerAuth(app, services.keys, config.metricsAuth)
   if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs })
   await registerOpenApi(app)
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     req.log.info({ method: req.method, route: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request')
+    done()
   })
 
   await app.register(healthRoutes, { services })

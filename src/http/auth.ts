@@ -15,19 +15,28 @@ declare module 'fastify' {
 /** Resolves the caller's key on every request and enforces the route's roles. */
 export function registerAuth (app: FastifyInstance, keys: KeyRing, metricsAuth: boolean): void {
   app.decorateRequest('principal', null)
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     let roles = request.routeOptions.config.roles
     if (request.routeOptions.url === '/metrics' && metricsAuth) roles = ['operator']
-    if (roles === undefined) return
+    if (roles === undefined) {
+      done()
+      return
+    }
     const { authorization } = request.headers
     const principal = keys.authenticate(authorization)
     if (principal === null) {
       // RFC 6750 section 3: say which scheme, and whether a presented key was refused.
       reply.header('www-authenticate', authorization === undefined ? 'Bearer realm="toolgate"' : 'Bearer realm="toolgate", error="invalid_token"')
-      throw new ProblemError('unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".')
+      done(new ProblemError('unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".'))
+      return
     }
-    if (!roles.some((r) => principal.roles.has(r))) throw new ProblemError('forbidden', `This route needs the ${roles.join(' or ')} role.`)
+    if (!roles.some((r) => principal.roles.has(r))) {
+      done(new ProblemError('forbidden', `This route needs the ${roles.join(' or ')} role.`))
+      return
+    }
     request.principal = principal
+    done()
   })
 }
 
