@@ -34,4 +34,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 # SIGTERM drains: /readyz turns 503, new batches are refused, batches in flight
 # finish (up to TOOLGATE_SHUTDOWN_TIMEOUT_MS), then the process exits 0.
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/server.js"]
+# A 64 MiB young generation: a batch's short-lived objects die there instead of
+# being copied out by frequent scavenges (about a quarter more batches per core
+# under load; README, Performance). npm start runs the same flags.
+CMD ["node", "--max-semi-space-size=64", "dist/src/server.js"]

@@ -9,7 +9,7 @@ import { killAll, startChild, trapSignals } from './children.js'
 import { serviceTarget } from './clients.js'
 import { closedLoop } from './load.js'
 import { type ProfileSummary, summarizeProfile } from './profile.js'
-import type { BenchSettings } from './settings.js'
+import { type BenchSettings, TOOLGATE_NODE_FLAGS } from './settings.js'
 
 export interface ProfileRun {
   batchSize: number
@@ -33,7 +33,7 @@ export async function profileToolgate (root: string, dir: string, s: BenchSettin
     for (const batchSize of [1, 10]) {
       log(`profiling toolgate under ${batchSize}-call batches, ${s.profile.concurrency} connections`)
       const toolgate = await startChild('toolgate', [executor.url, logLevel], {
-        nodeFlags: ['--cpu-prof', '--cpu-prof-dir', outDir, '--cpu-prof-interval', '250']
+        nodeFlags: [...TOOLGATE_NODE_FLAGS, '--cpu-prof', '--cpu-prof-dir', outDir, '--cpu-prof-interval', '250']
       })
       const target = serviceTarget('toolgate', toolgate.url, s.profile.concurrency)
       const load = { concurrency: s.profile.concurrency, batchSize, runOptions: { maxConcurrentTools: Math.max(8, batchSize) } }

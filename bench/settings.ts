@@ -49,6 +49,12 @@ export const SMOKE: BenchSettings = {
   profile: { warmupMs: 50, windowMs: 200, concurrency: 2 }
 }
 
+/**
+ * Node flags toolgate runs with, as package.json's start script and the
+ * Dockerfile's CMD give them (a test holds the three together).
+ */
+export const TOOLGATE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64']
+
 /** The orchestrator key the load generator sends toolgate. */
 export const BENCH_KEY = 'bench-orchestrator-key'
 

@@ -12,7 +12,7 @@ import type { MemoryAnswer } from './memory-child.js'
 import { measurePreparation } from './prepare.js'
 import { type BenchResults, PLACEMENT } from './results.js'
 import { measureMakespan, measureSafety } from './scheduling.js'
-import { type BenchSettings, FULL, SMOKE, TARGETS } from './settings.js'
+import { type BenchSettings, FULL, SMOKE, TARGETS, TOOLGATE_NODE_FLAGS } from './settings.js'
 import { sig } from './stats.js'
 import { type Targets, measureLatency, measureThroughput, warmUp } from './throughput.js'
 
@@ -45,7 +45,7 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
     children.push(executor)
     const [relay, toolgate] = await Promise.all([
       startChild('relay', [executor.url], { startTimeoutMs }),
-      startChild('toolgate', [executor.url, opts.logLevel ?? 'info'], { startTimeoutMs })
+      startChild('toolgate', [executor.url, opts.logLevel ?? 'info'], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
     ])
     children.push(relay, toolgate)
 

@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { freePort } from '../helper.js'
+import { TOOLGATE_NODE_FLAGS } from '../../bench/settings.js'
 import t from 'tap'
 
 const root = new URL('../../', import.meta.url).pathname
@@ -30,6 +31,13 @@ t.test('the Dockerfile is multi-stage, installs production dependencies only and
   t.ok(user.length > 0 && !['root', '0'].includes(user.at(-1)!), 'runs as a non-root user')
   t.ok(instruction(dockerfile, 'HEALTHCHECK')[0]?.includes('/healthz'), 'HEALTHCHECK probes /healthz')
   t.same(instruction(dockerfile, 'STOPSIGNAL'), ['SIGTERM'])
+})
+
+t.test('the image, npm start and the bench run toolgate with the same node flags', async (t) => {
+  const dockerfile = await readFile(root + 'Dockerfile', 'utf8')
+  const pkg = JSON.parse(await readFile(root + 'package.json', 'utf8')) as { scripts: { start: string } }
+  t.strictSame(execForm(instruction(dockerfile, 'CMD').at(-1)!), ['node', ...TOOLGATE_NODE_FLAGS, 'dist/src/server.js'])
+  t.equal(pkg.scripts.start, ['node', ...TOOLGATE_NODE_FLAGS, 'dist/src/server.js'].join(' '))
 })
 
 t.test("the image's CMD starts the service, its HEALTHCHECK passes, and SIGTERM stops it with exit 0", { skip: existsSync(root + 'dist/src/server.js') ? false : 'dist/ is not built: run `npm run build` (npm test does)' }, async (t) => {
