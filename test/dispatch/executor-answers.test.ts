@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import { createServer } from 'node:net'
+import { createServer as createHttpServer } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import { buildTestApp, post, sleep, startExecutor, tool, type ExecutorBehaviour } from '../helper.js'
 import type { BatchResponse, CallResult } from '../../src/batch/types.js'
@@ -312,4 +313,29 @@ t.test('a TLS handshake that never completes is a failure before sending: the cl
   t.equal(answer.kind, 'unsent', 'nothing was sent, so a write must not become uncertain')
   const long = await client.post({ url: `https://127.0.0.1:${port}/tools/x`, timeoutMs: 5000, body: '{}', headers: {} })
   t.strictSame(long, { kind: 'unsent', code: 'UND_ERR_CONNECT_TIMEOUT' }, 'the same failure with a longer tool timeout is unsent')
+})
+
+t.test('a call whose tool timeout passes while it waits for a socket is unsent, and is never written later', async (t) => {
+  const seen: string[] = []
+  const server = createHttpServer((req, res) => {
+    let body = ''
+    req.on('data', (c: Buffer) => { body += c.toString() })
+    req.on('end', () => {
+      seen.push(body)
+      // The first request holds the only socket for a while.
+      setTimeout(() => res.end('{"content":"done"}'), body === '"slow"' ? 300 : 0)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.close() })
+  const { port } = server.address() as { port: number }
+  const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES, connectionsPerOrigin: 1 })
+  t.teardown(() => client.close())
+  const url = `http://127.0.0.1:${port}/tools/x`
+  const slow = client.post({ url, timeoutMs: 5000, body: '"slow"', headers: {} })
+  const queued = await client.post({ url, timeoutMs: 50, body: '"queued"', headers: {} })
+  t.strictSame(queued, { kind: 'unsent', code: 'timeout' }, 'answered at its timeout, not when a socket frees')
+  t.match(await slow, { kind: 'answered', status: 200 })
+  await sleep(100)
+  t.strictSame(seen, ['"slow"'], 'the timed-out request never reached the executor')
 })
