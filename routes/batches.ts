@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox'
 import type { BatchEvent } from '../src/batch/types.js'
 import { ProblemError, problemBody } from '../src/errors.js'
 import { principalOf } from '../src/http/auth.js'
+import { logRequest } from '../src/http/access-log.js'
 import type { Services } from '../src/services.js'
 import { BatchBody, BatchHeaders } from '../schemas/batch.js'
 import { RunIdParams, problems } from '../schemas/common.js'
@@ -55,7 +56,8 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
 
     if (!wantsEventStream(req.headers.accept)) {
       // The response is JSON text already (the stored answer, byte for byte, when replayed).
-      const { body } = await engine.execute(request)
+      const { body, log } = await engine.execute(request)
+      req.batchLog = log
       return reply.type(JSON_TYPE).send(body)
     }
 
@@ -80,7 +82,8 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     raw.on('close', () => { if (!raw.writableFinished) gone.abort() })
     if (raw.destroyed || req.raw.socket?.destroyed === true) gone.abort()
     try {
-      const { body } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
+      const { body, log } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
+      req.batchLog = log
       writeText('batch.completed', body)
       raw.end()
     } catch (err) {
@@ -92,7 +95,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       raw.end()
     }
     // A hijacked reply skips the onResponse hook that writes the request's log line.
-    req.log.info({ method: req.method, route: req.routeOptions.url, status: raw.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, stream: true, clientGone: gone.signal.aborted }, 'request')
+    logRequest(req, raw.statusCode, reply.elapsedTime, { stream: true, clientGone: gone.signal.aborted })
     return reply
   })
 }

@@ -3,6 +3,7 @@ import underPressure from '@fastify/under-pressure'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
+import { registerAccessLog } from './http/access-log.js'
 import { registerAuth } from './http/auth.js'
 import { registerRateLimit } from './auth/rate-limit.js'
 import { ProblemError } from './errors.js'
@@ -50,7 +51,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   const logger = opts.logger ?? createLogger(config.logLevel)
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
-    // One line per request is written by the onResponse hook below.
+    // One line per request is written by the access log (src/http/access-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     // Slow clients: a request not received whole within this answers 408 and its socket closes.
@@ -90,10 +91,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   registerAuth(app, services.keys, config.metricsAuth)
   if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs })
   await registerOpenApi(app)
-  app.addHook('onResponse', (req, reply, done) => {
-    req.log.info({ method: req.method, route: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request')
-    done()
-  })
+  registerAccessLog(app)
 
   await app.register(healthRoutes, { services })
   await app.register(toolRoutes, { services })

@@ -65,6 +65,15 @@ type Begin =
   | { kind: 'not_found' }
   | { kind: 'not_active', reason: TerminationReason | null }
 
+/** What `execute` answers: the response as JSON text, and what the request's log line says of the batch. */
+export interface BatchAnswer {
+  body: string
+  /** The stored answer of a batch sent before. */
+  replayed: boolean
+  /** runId, batchId and, for a batch that ran, turn, calls, outcome and durationMs; never arguments. */
+  log: Record<string, string | number | boolean>
+}
+
 /** A running batch's cancel switch. */
 interface Control { controller: StopSwitch, batchId: string }
 
@@ -103,7 +112,7 @@ export class BatchEngine {
   }
 
   /** Runs a batch, or answers the stored response of one sent before: `body` is the response as JSON text. */
-  async execute (req: BatchRequest): Promise<{ body: string, replayed: boolean }> {
+  async execute (req: BatchRequest): Promise<BatchAnswer> {
     const { store } = this.#deps
     const requestHash = hashCalls(req.calls)
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
@@ -116,11 +125,11 @@ export class BatchEngine {
       case 'not_active': throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
-        if (record !== undefined) return { body: record.responseJson, replayed: true }
+        if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
         return await this.#resume(req, requestHash)
       }
       case 'started':
-        return { body: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
+        return await this.#run(req, begin.run, begin.turn, requestHash)
     }
   }
 
@@ -130,7 +139,7 @@ export class BatchEngine {
    * batch runs again under the same turn; action calls replay from their
    * receipts, so nothing that committed is applied twice.
    */
-  async #resume (req: BatchRequest, requestHash: string): Promise<{ body: string, replayed: boolean }> {
+  async #resume (req: BatchRequest, requestHash: string): Promise<BatchAnswer> {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Begin => {
       if (run.tenant !== req.tenant) throw notFound(req.runId)
       const now = Date.now()
@@ -140,7 +149,7 @@ export class BatchEngine {
       return { kind: 'started', run, turn: run.counters.turns }
     })
     const begin: Begin = resumed.found ? resumed.value : { kind: 'not_found' }
-    if (begin.kind === 'started') return { body: await this.#run(req, begin.run, begin.turn, requestHash), replayed: false }
+    if (begin.kind === 'started') return await this.#run(req, begin.run, begin.turn, requestHash)
     if (begin.kind === 'not_found') throw new ProblemError('run_not_found', `No run ${req.runId}`)
     if (begin.kind === 'not_active') throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
     throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
@@ -176,7 +185,7 @@ export class BatchEngine {
     return { kind: 'started', run, turn: run.counters.turns }
   }
 
-  async #run (req: BatchRequest, run: RunRecord, turn: number, requestHash: string): Promise<string> {
+  async #run (req: BatchRequest, run: RunRecord, turn: number, requestHash: string): Promise<BatchAnswer> {
     const { store, telemetry } = this.#deps
     const t0 = performance.now()
     const options = run.options
@@ -384,7 +393,7 @@ export class BatchEngine {
 
   /** Records the batch, releases the lease and builds the response. */
   async #finish (req: BatchRequest, turn: number, requestHash: string, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
-    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: StopSignal): Promise<string> {
+    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: StopSignal): Promise<BatchAnswer> {
     const { store } = this.#deps
     const reason = signal.aborted ? String(signal.reason) : null
     const wallMs = performance.now() - t0
@@ -425,7 +434,11 @@ export class BatchEngine {
     await store.updateRun(req.runId, (r) => {
       if (r.inFlight?.batchId === req.batchId) r.inFlight = null
     })
-    return responseJson
+    return {
+      body: responseJson,
+      replayed: false,
+      log: { runId: req.runId, batchId: req.batchId, turn, calls: results.length, outcome, durationMs: round(wallMs) }
+    }
   }
 }
 

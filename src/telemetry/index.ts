@@ -3,7 +3,7 @@ import type { Store } from '../store/types.js'
 import { Metrics } from './metrics.js'
 import { SummaryAggregator } from './summary.js'
 import { tracingObserver } from './tracing.js'
-import { type BatchInfo, type BatchObserver, type BatchOutcome, type CallInfo, type CallSettledInfo, GuardedObservers, type Telemetry } from './types.js'
+import { type BatchInfo, type BatchObserver, type CallInfo, type CallSettledInfo, GuardedObservers, type Telemetry } from './types.js'
 
 /** Telemetry of one app instance: metrics, logs, traces and the summaries. */
 export interface TelemetryHandle extends Telemetry {
@@ -40,7 +40,12 @@ export function createTelemetry (opts: TelemetryOptions): TelemetryHandle {
   }
 }
 
-/** A batch's log lines, each with its runId and batchId; never arguments or bodies. */
+/**
+ * A batch's log lines for what is worth a line of its own (repeats,
+ * projection failures, terminations, uncertain writes), each with its runId
+ * and batchId; never arguments or bodies. The batch's own line is its
+ * request's line (src/app.ts), written once the answer is sent.
+ */
 class BatchLog implements BatchObserver {
   readonly #log: Logger
   readonly #info: BatchInfo
@@ -64,10 +69,5 @@ class BatchLog implements BatchObserver {
 
   callSettled (c: CallSettledInfo): void {
     if (c.uncertain) this.#log.warn({ runId: this.#info.runId, batchId: this.#info.batchId, callId: c.callId, tool: c.tool }, 'write outcome uncertain')
-  }
-
-  batchCompleted (outcome: BatchOutcome, durationMs: number): void {
-    const { runId, batchId, turn, calls } = this.#info
-    this.#log.info({ runId, batchId, turn, calls, outcome, durationMs: Math.round(durationMs * 1000) / 1000 }, 'batch completed')
   }
 }

@@ -15,8 +15,15 @@ t.test("a batch's log lines are JSON lines bound to its runId and batchId", asyn
   t.ok(all.length > 0)
   t.ok(all.every((l) => l.service === 'toolgate' && typeof l.time === 'string'), 'every line names the service and an ISO time')
   const done = all.find((l) => l.msg === 'batch completed')
-  t.match(done, { level: 30, runId: 'r1', batchId: 'b1', turn: 1, calls: 1, outcome: 'completed' })
+  t.match(done, { level: 30, runId: 'r1', batchId: 'b1', turn: 1, calls: 1, outcome: 'completed', method: 'POST', route: '/v1/runs/:runId/batches', status: 200 })
   t.type(done?.durationMs, 'number')
+  t.type(done?.ms, 'number')
+  t.type(done?.reqId, 'string')
+  t.equal(all.filter((l) => l.reqId === done?.reqId).length, 1, "the batch's line is its request's only line")
+
+  await post(app, '/v1/runs/r1/batches', { batchId: 'b1', calls: [{ id: 'a', name: 'look', arguments: {} }] })
+  const replay = lines(logs).filter((l) => l.msg === 'batch completed').at(-1)
+  t.match(replay, { runId: 'r1', batchId: 'b1', replayed: true, status: 200 }, 'a replayed batch says so')
 })
 
 t.test('each request is logged once with its own request id', async (t) => {
