@@ -216,7 +216,9 @@ export class BatchEngine {
         tenant: req.tenant,
         allowedTools: options.tools === null ? null : new Set(options.tools),
         scopes: req.scopes,
-        maxArgumentBytes: this.#deps.maxArgumentBytes
+        maxArgumentBytes: this.#deps.maxArgumentBytes,
+        // Parsed from this request's body and hashed already (hashCalls): nothing else reads them.
+        argumentsOwned: true
       }
       const outcomes = await prepareBatch(req.calls, this.#deps.tools, ctx, this.#deps.authorizer)
       const fingerprints = outcomes.map((o) => fingerprint(o.tool?.name ?? o.requestedName, o.arguments ?? null))

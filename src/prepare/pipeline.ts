@@ -33,8 +33,8 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
 
   const parsed = parseArguments(call.arguments)
   if (!parsed.ok) return rejected(call, index, tool, parsed.reason, parsed.message, call.arguments)
-  // What a string parsed into is ours to fill defaults into; an object is the caller's and gets cloned
-  const owned = call.arguments === undefined || call.arguments === null || typeof call.arguments === 'string'
+  // What a string parsed into is ours to fill defaults into; an object is the caller's and gets cloned, unless the caller gave it up
+  const owned = ctx.argumentsOwned === true || call.arguments === undefined || call.arguments === null || typeof call.arguments === 'string'
   let args = coerceScalars(renameArgumentAliases(parsed.value, tool.argumentAliases), tool.inputSchema)
 
   const valid = validateArguments(tool, args, { inPlace: owned })

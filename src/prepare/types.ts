@@ -30,6 +30,12 @@ export interface AuthorizationContext {
 export interface PreparationContext extends AuthorizationContext {
   /** Largest arguments of one call, in bytes of JSON; larger ones are `invalid_arguments`. */
   maxArgumentBytes?: number
+  /**
+   * The calls' argument objects are the pipeline's to change (the engine's
+   * come fresh from the request body): defaults and rewrites go in place
+   * instead of into a clone. @default false
+   */
+  argumentsOwned?: boolean
 }
 
 /** A stage either passes the call on or refuses it. */

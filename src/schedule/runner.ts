@@ -108,30 +108,31 @@ export class EpochRunner<T> {
       }
 
       const start = (call: SchedulableCall, key: string | null): void => {
-        this.#hook((h) => h.callStarted?.(call, epoch))
+        this.#callStarted(call, epoch)
         const startedAt = Date.now()
         const t0 = performance.now()
+        // One settlement per call, however the dispatch ends; then the slot and the key free up.
+        const settle = (outcome: DispatchOutcome<T> | null, err: unknown): void => {
+          try {
+            const o = outcome ?? this.#opts.onDispatchError(call, err)
+            if (o.uncertain && !call.readOnly) this.#recordUncertain(call)
+            if (o.closeBatch) this.#closed = true
+            this.#settle(call, epoch, { kind: 'ran', epoch, value: o.value, startedAt, durationMs: performance.now() - t0 })
+          } catch (error) {
+            // onDispatchError itself threw: the call cannot settle; stop and report.
+            this.#failure ??= { error }
+          }
+          running--
+          if (key !== null) runningKeys.delete(key)
+          fill()
+        }
         let promise: Promise<DispatchOutcome<T>>
         try {
           promise = Promise.resolve(dispatch(call, epoch))
         } catch (err) {
           promise = Promise.reject(err)
         }
-        void promise
-          .catch((err: unknown) => this.#opts.onDispatchError(call, err))
-          .then((outcome) => {
-            if (outcome.uncertain && !call.readOnly) this.#recordUncertain(call)
-            if (outcome.closeBatch) this.#closed = true
-            this.#settle(call, epoch, { kind: 'ran', epoch, value: outcome.value, startedAt, durationMs: performance.now() - t0 })
-          }, (err: unknown) => {
-            // onDispatchError itself threw: the call cannot settle; stop and report.
-            this.#failure ??= { error: err }
-          })
-          .finally(() => {
-            running--
-            if (key !== null) runningKeys.delete(key)
-            fill()
-          })
+        promise.then((outcome) => settle(outcome, undefined), (err: unknown) => settle(null, err))
       }
 
       signal?.addEventListener('abort', finishIfDone, { once: true })
@@ -141,7 +142,19 @@ export class EpochRunner<T> {
 
   #settle (call: SchedulableCall, epoch: number, settlement: Settlement<T>): void {
     this.#settled.set(call.index, settlement)
-    this.#hook((h) => h.callSettled?.(call, epoch, settlement))
+    try {
+      this.#opts.hooks?.callSettled?.(call, epoch, settlement)
+    } catch (err) {
+      this.#failure ??= { error: err }
+    }
+  }
+
+  #callStarted (call: SchedulableCall, epoch: number): void {
+    try {
+      this.#opts.hooks?.callStarted?.(call, epoch)
+    } catch (err) {
+      this.#failure ??= { error: err }
+    }
   }
 
   /** Calls a hook; one that throws stops the batch instead of losing track of it. */

@@ -181,3 +181,14 @@ t.test('arguments larger than maxArgumentBytes are rejected as invalid_arguments
   t.match(asObject, { ok: false, reason: 'invalid_arguments' })
   t.match(small, { ok: true })
 })
+
+t.test("an argument object is cloned unless the context owns it, and the result is the same either way", async (t) => {
+  const call = (): RawCall => ({ id: 'a', name: 'build', arguments: { kind: 'wall', x: 300, y: 2 } })
+  const kept = call()
+  const shared = prepareCall(kept, 0, lookup, ctx)
+  t.strictSame(kept.arguments, { kind: 'wall', x: 300, y: 2 }, "the caller's object is left alone")
+  const given = call()
+  const owned = prepareCall(given, 0, lookup, { ...ctx, argumentsOwned: true })
+  t.strictSame(owned, shared, 'the same outcome')
+  t.ok(owned.ok && owned.arguments === given.arguments, 'an owned object is prepared in place, not copied')
+})
