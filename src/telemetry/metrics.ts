@@ -29,15 +29,56 @@ export class Metrics {
   readonly inFlightBatches: Gauge
   readonly #children = new Map<object, Map<string, Counter.Internal>>()
   readonly #durations = new Map<string, Histogram.Internal<'tool'>>()
+  // The hottest series are counted in plain numbers and handed to prom-client
+  // when it collects (on scrape): prom-client hashes the label set on every
+  // update, several µs per call.
+  /** Calls answered, by tool then status. */
+  readonly #pendingCalls = new Map<string, Map<string, { n: number }>>()
+  readonly #pendingBatches = new Map<BatchOutcome, { n: number }>()
+  #pendingEpochs = 0
+  #callsInFlight = 0
+  #batchesInFlight = 0
 
   constructor (store: Store) {
     const registers = [this.registry]
     collectDefaultMetrics({ register: this.registry })
-    this.batches = new Counter({ name: 'toolgate_batches_total', help: 'Batches answered, by outcome (completed, terminated, cancelled, closed, error).', labelNames: ['outcome'], registers })
+    this.batches = new Counter({
+      name: 'toolgate_batches_total',
+      help: 'Batches answered, by outcome (completed, terminated, cancelled, closed, error).',
+      labelNames: ['outcome'],
+      registers,
+      collect: () => {
+        for (const [outcome, p] of this.#pendingBatches) {
+          if (p.n > 0) this.batches.inc({ outcome }, p.n)
+          p.n = 0
+        }
+      }
+    })
     this.batchDuration = new Histogram({ name: 'toolgate_batch_duration_seconds', help: 'Wall time of a batch, from lease to answer.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers })
-    this.calls = new Counter({ name: 'toolgate_tool_calls_total', help: 'Tool calls answered, by tool and status.', labelNames: ['tool', 'status'], registers })
+    this.calls = new Counter({
+      name: 'toolgate_tool_calls_total',
+      help: 'Tool calls answered, by tool and status.',
+      labelNames: ['tool', 'status'],
+      registers,
+      collect: () => {
+        for (const [tool, byStatus] of this.#pendingCalls) {
+          for (const [status, p] of byStatus) {
+            if (p.n > 0) this.calls.inc({ tool, status }, p.n)
+            p.n = 0
+          }
+        }
+      }
+    })
     this.callDuration = new Histogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time from dispatch to settlement of calls that ran.', labelNames: ['tool'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers })
-    this.epochs = new Counter({ name: 'toolgate_epochs_total', help: 'Epochs started.', registers })
+    this.epochs = new Counter({
+      name: 'toolgate_epochs_total',
+      help: 'Epochs started.',
+      registers,
+      collect: () => {
+        if (this.#pendingEpochs > 0) this.epochs.inc(this.#pendingEpochs)
+        this.#pendingEpochs = 0
+      }
+    })
     this.epochWidth = new Histogram({ name: 'toolgate_epoch_width_calls', help: 'Calls per epoch.', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers })
     this.repeatAdvisories = new Counter({ name: 'toolgate_repeat_advisories_total', help: 'Exact-repeat advisories (the call still ran).', labelNames: ['tool'], registers })
     this.repeatTerminations = new Counter({ name: 'toolgate_repeat_terminations_total', help: 'Runs terminated by exact-repeat protection.', labelNames: ['tool'], registers })
@@ -45,8 +86,8 @@ export class Metrics {
     this.uncertainWrites = new Counter({ name: 'toolgate_uncertain_writes_total', help: 'Writes whose outcome is unknown.', labelNames: ['tool'], registers })
     this.blockedCalls = new Counter({ name: 'toolgate_blocked_calls_total', help: 'Writes not dispatched because of an earlier uncertain write.', labelNames: ['tool'], registers })
     this.runTerminations = new Counter({ name: 'toolgate_run_terminations_total', help: 'Runs terminated, by reason.', labelNames: ['reason'], registers })
-    this.inFlightCalls = new Gauge({ name: 'toolgate_in_flight_calls', help: 'Calls dispatched and not yet settled.', registers })
-    this.inFlightBatches = new Gauge({ name: 'toolgate_in_flight_batches', help: 'Batches running in this process.', registers })
+    this.inFlightCalls = new Gauge({ name: 'toolgate_in_flight_calls', help: 'Calls dispatched and not yet settled.', registers, collect: () => { this.inFlightCalls.set(this.#callsInFlight) } })
+    this.inFlightBatches = new Gauge({ name: 'toolgate_in_flight_batches', help: 'Batches running in this process.', registers, collect: () => { this.inFlightBatches.set(this.#batchesInFlight) } })
     new Gauge({
       name: 'toolgate_active_runs',
       help: 'Runs in the active state held by the store.',
@@ -64,22 +105,44 @@ export class Metrics {
 
   /** The metrics side of one batch. */
   observer (): BatchObserver {
-    this.inFlightBatches.inc()
+    this.#batchesInFlight++
     return new BatchMetrics(this)
   }
 
+  /** A call was dispatched. */
+  callStarted (): void {
+    this.#callsInFlight++
+  }
+
+  /** A call settled; `ran` when it had been dispatched. */
+  callSettled (tool: string, status: string, ran: boolean): void {
+    if (ran) this.#callsInFlight--
+    let byStatus = this.#pendingCalls.get(tool)
+    if (byStatus === undefined) this.#pendingCalls.set(tool, (byStatus = new Map()))
+    const p = byStatus.get(status)
+    if (p === undefined) byStatus.set(status, { n: 1 })
+    else p.n++
+  }
+
+  /** An epoch started. */
+  epochStarted (): void {
+    this.#pendingEpochs++
+  }
+
+  /** A batch answered. */
+  batchCompleted (outcome: BatchOutcome): void {
+    this.#batchesInFlight--
+    const p = this.#pendingBatches.get(outcome)
+    if (p === undefined) this.#pendingBatches.set(outcome, { n: 1 })
+    else p.n++
+  }
+
   /** The labelled child of a counter, looked up once per label set (prom-client hashes labels on every call). */
-  child (counter: Counter<'tool'>, tool: string): Counter.Internal
-  child (counter: Counter<'tool' | 'status'>, tool: string, status: string): Counter.Internal
-  child (counter: Counter<'tool'> | Counter<'tool' | 'status'>, tool: string, status?: string): Counter.Internal {
+  child (counter: Counter<'tool'>, tool: string): Counter.Internal {
     let byCounter = this.#children.get(counter)
     if (byCounter === undefined) this.#children.set(counter, (byCounter = new Map()))
-    const key = status === undefined ? tool : `${tool}\u0000${status}`
-    let child = byCounter.get(key)
-    if (child === undefined) {
-      child = status === undefined ? (counter as Counter<'tool'>).labels({ tool }) : (counter as Counter<'tool' | 'status'>).labels({ tool, status })
-      byCounter.set(key, child)
-    }
+    let child = byCounter.get(tool)
+    if (child === undefined) byCounter.set(tool, (child = counter.labels({ tool })))
     return child
   }
 
@@ -103,22 +166,19 @@ class BatchMetrics implements BatchObserver {
   }
 
   epochStarted (_epoch: number, size: number): void {
-    this.#m.epochs.inc()
+    this.#m.epochStarted()
     this.#m.epochWidth.observe(size)
   }
 
   callStarted (): void {
-    this.#m.inFlightCalls.inc()
+    this.#m.callStarted()
   }
 
   callSettled (c: CallSettledInfo): void {
     const m = this.#m
     const tool = labelOf(c)
-    m.child(m.calls, tool, c.status).inc()
-    if (c.durationMs !== null) {
-      m.inFlightCalls.dec()
-      m.durationOf(tool).observe(c.durationMs / 1000)
-    }
+    m.callSettled(tool, c.status, c.durationMs !== null)
+    if (c.durationMs !== null) m.durationOf(tool).observe(c.durationMs / 1000)
     if (c.uncertain) m.child(m.uncertainWrites, tool).inc()
     if (c.status === 'blocked') m.child(m.blockedCalls, tool).inc()
   }
@@ -137,9 +197,7 @@ class BatchMetrics implements BatchObserver {
   }
 
   batchCompleted (outcome: BatchOutcome, durationMs: number): void {
-    const m = this.#m
-    m.inFlightBatches.dec()
-    m.batches.inc({ outcome })
-    m.batchDuration.observe(durationMs / 1000)
+    this.#m.batchCompleted(outcome)
+    this.#m.batchDuration.observe(durationMs / 1000)
   }
 }

@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
+import { buildTestApp, get, holdCalls, post, startExecutor, tool } from '../helper.js'
 
 interface Sample { name: string, labels: Record<string, string>, value: number }
 
@@ -161,4 +161,29 @@ t.test('with TOOLGATE_METRICS_AUTH=true, GET /metrics needs the operator role', 
 t.test('without TOOLGATE_METRICS_AUTH, GET /metrics needs no key even when keys are configured', async (t) => {
   const { app } = await buildTestApp(t, { keysDoc: { keys: [{ key: 'ops-key-0123456789abcdef', tenant: 'ops', roles: ['operator'] }] } })
   t.equal((await get(app, '/metrics')).status, 200)
+})
+
+t.test('in-flight gauges show a held call, and counts kept between scrapes are added once', async (t) => {
+  const ex = await startExecutor(t)
+  const { app } = await buildTestApp(t, { tools: [tool('slow', ex.url, { readOnly: true }), tool('look', ex.url, { readOnly: true })] })
+  const held = holdCalls(ex, 'slow')
+  await post(app, '/v1/runs', { runId: 'r1' })
+  const answer = post(app, '/v1/runs/r1/batches', { calls: [{ id: 'a', name: 'slow', arguments: {} }] })
+  await held.started
+  const during = await scrape(app)
+  t.equal(during.value('toolgate_in_flight_calls'), 1)
+  t.equal(during.value('toolgate_in_flight_batches'), 1)
+  held.release()
+  t.equal((await answer).status, 200)
+  await batch(app, 'r2', [{ id: 'a', name: 'look', arguments: {} }, { id: 'b', name: 'look', arguments: {} }])
+  const first = await scrape(app)
+  const second = await scrape(app)
+  for (const m of [first, second]) {
+    t.equal(m.value('toolgate_tool_calls_total', { tool: 'slow', status: 'ok' }), 1)
+    t.equal(m.value('toolgate_tool_calls_total', { tool: 'look', status: 'ok' }), 2)
+    t.equal(m.value('toolgate_batches_total', { outcome: 'completed' }), 2)
+    t.equal(m.value('toolgate_epochs_total'), 2)
+    t.equal(m.value('toolgate_in_flight_calls'), 0)
+    t.equal(m.value('toolgate_in_flight_batches'), 0)
+  }
 })
