@@ -1,5 +1,6 @@
 import type { ExecutorAnswer, ExecutorClient } from '../dispatch/client.js'
 import { executorBody } from '../dispatch/executor-body.js'
+import { IsoTime } from '../events/iso-time.js'
 import type { PreparedCall } from '../prepare/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import type { CallDetails } from './types.js'
@@ -21,13 +22,15 @@ export interface PlainOutcome {
   details: CallDetails
 }
 
+const DEADLINES = new IsoTime()
+
 /** Sends one call to its executor. Never rejects. */
 export async function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<ExecutorAnswer> {
   const timeoutMs = call.tool.executor.timeoutMs
   return ctx.client.post({
     url: call.tool.executor.url,
     timeoutMs,
-    body: executorBody(ctx.runId, ctx.batchId, call, operationId, new Date(Date.now() + timeoutMs).toISOString()),
+    body: executorBody(ctx.runId, ctx.batchId, call, operationId, DEADLINES.at(Date.now() + timeoutMs)),
     headers: { 'idempotency-key': operationId, ...ctx.headers }
   })
 }

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { ExecutorClient } from '../dispatch/client.js'
 import { ProblemError } from '../errors.js'
 import { EventRecorder, round } from '../events/recorder.js'
+import { IsoTime } from '../events/iso-time.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
@@ -340,7 +341,7 @@ export class BatchEngine {
         const details = value.details
         details.epoch = s.epoch
         details.durationMs = round(s.durationMs)
-        details.startedAt = new Date(s.startedAt).toISOString()
+        details.startedAt = START_TIMES.at(s.startedAt)
         if (call.tool.name !== call.requestedName) details.tool = call.tool.name
         result = { callId: call.id, name: call.requestedName, status: value.status, content: value.content, isError: value.isError, details }
         if (value.status === 'projection_failed') {
@@ -443,6 +444,9 @@ export class BatchEngine {
     }
   }
 }
+
+/** When calls started, as ISO text. */
+const START_TIMES = new IsoTime()
 
 /** The longest delay a Node timer honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1

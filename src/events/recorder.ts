@@ -1,6 +1,9 @@
 import type { BatchEvent } from '../batch/types.js'
 import type { EventsAudience } from '../runs/types.js'
 import type { BatchObserver } from '../telemetry/types.js'
+import { IsoTime } from './iso-time.js'
+
+const EVENT_TIMES = new IsoTime()
 
 /** Tool lifecycle events stay internal under the stock audience policy. */
 const LIFECYCLE = new Set<BatchEvent['type']>(['epoch.started', 'epoch.settled', 'call.started', 'call.completed', 'tool.repeat_detected'])
@@ -28,7 +31,7 @@ export class EventRecorder implements BatchObserver {
   /** Numbers the host's events 1, 2, 3… in the order they happen; internal ones are not kept. */
   emit (event: Omit<BatchEvent, 'seq' | 'at'>): BatchEvent | undefined {
     if (!isHostVisible(event.type, this.#audience)) return undefined
-    const full = { seq: ++this.#seq, at: new Date().toISOString(), ...event } as BatchEvent
+    const full = { seq: ++this.#seq, at: EVENT_TIMES.at(Date.now()), ...event } as BatchEvent
     this.events.push(full)
     this.#listener?.(full)
     return full
