@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
+import fc from 'fast-check'
+import canonicalizeModule from 'canonicalize'
 import { canonicalJson, fingerprint, fingerprintPrefix } from '../../src/repeat/fingerprint.js'
+
+// The canonicalize package (RFC 8785), as the oracle. It is CommonJS typed as `export default`: accept either shape.
+type Serialize = (input: unknown) => string | undefined
+const canonicalizeExport = canonicalizeModule as unknown as Serialize | { default: Serialize }
+const serialize: Serialize = typeof canonicalizeExport === 'function' ? canonicalizeExport : canonicalizeExport.default
 
 t.test('key order at every depth gives the same canonical form and fingerprint', async t => {
   const a = { z: 1, a: { y: [{ q: 1, b: 2 }, { d: { n: null, m: true } }], c: 'x' }, m: [] }
@@ -206,4 +213,16 @@ t.test('fingerprintPrefix refuses anything that is not a fingerprint', async t =
 
 t.test('a non-string tool name is refused', async t => {
   t.throws(() => fingerprint(1 as unknown as string, {}), TypeError)
+})
+
+t.test('agrees with the canonicalize package on any JSON value, and reads back as the same value', async t => {
+  fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary', maxDepth: 6 }), (value) => {
+    const text = canonicalJson(value)
+    t.equal(text, serialize(value))
+    t.same(JSON.parse(text), value)
+  }), { numRuns: 2000 })
+  // Object keys that sort differently by code unit than by code point (surrogates above U+E000).
+  t.equal(canonicalJson({ '\uE000': 1, '\uD83D\uDE00': 2 }), serialize({ '\uE000': 1, '\uD83D\uDE00': 2 }))
+  const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${(i * 7919) % 40}`, i]))
+  t.equal(canonicalJson(many), serialize(many), 'more keys than the in-place sort takes')
 })
