@@ -11,7 +11,8 @@ export interface DispatchContext {
   runId: string
   batchId: string
   client: ExecutorClient
-  headers?: Record<string, string>
+  /** Extra headers of the executor request (trace context). */
+  headers: Record<string, string> | undefined
 }
 
 /** What the executor said, given its tool-level meaning. */
@@ -25,7 +26,7 @@ export interface PlainOutcome {
 const DEADLINES = new IsoTime()
 
 /** Sends one call to its executor. Never rejects. */
-export async function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<ExecutorAnswer> {
+export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<ExecutorAnswer> {
   const timeoutMs = call.tool.executor.timeoutMs
   return ctx.client.post({
     url: call.tool.executor.url,
@@ -60,7 +61,9 @@ export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): Pla
         return unknownOutcome('unreadable_answer', status, readOnly)
       }
       const isError = body.isError === true
-      return { status: isError ? 'error' : 'ok', content: contentOf(body.content), isError, details: { httpStatus: status, ...executorDetails(body) } }
+      const details: CallDetails = { httpStatus: status }
+      if (isObject(body.details)) details.executor = body.details
+      return { status: isError ? 'error' : 'ok', content: contentOf(body.content), isError, details }
     }
   }
 }

@@ -20,7 +20,7 @@ import { ObserverList } from '../telemetry/types.js'
 import type { ToolLookup } from '../tools/types.js'
 import { admit } from './admit.js'
 import { type ActionOutcome, dispatchAction } from './dispatch-action.js'
-import { dispatchPlain } from './dispatch-call.js'
+import { type DispatchContext, dispatchPlain } from './dispatch-call.js'
 import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
 import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
 import type { BatchEvent, BatchResponse, CallResult, PolicyMessage } from './types.js'
@@ -327,6 +327,8 @@ export class BatchEngine {
     let closed = false
     const info = (c: SchedulableCall, epoch: number): CallInfo =>
       ({ callId: c.id, tool: byIndex.get(c.index)!.tool.name, known: true, epoch })
+    // Made once when a call starts, for every hook of its dispatch.
+    const started = new Array<CallInfo>(req.calls.length)
 
     // Once per call: objects are built whole, without spreads.
     const settle = (c: SchedulableCall, s: Settlement<unknown>): void => {
@@ -372,7 +374,7 @@ export class BatchEngine {
           observer.epochStarted?.(e, n)
         },
         epochSettled: (e, d) => observer.epochSettled?.(e, epochs[e]?.length ?? 0, d),
-        callStarted: (c, e) => observer.callStarted?.(info(c, e)),
+        callStarted: (c, e) => observer.callStarted((started[c.index] = info(c, e))),
         callSettled: (c, _e, s) => settle(c, s)
       },
       // A dispatch that threw inside toolgate may or may not have sent its request.
@@ -381,13 +383,13 @@ export class BatchEngine {
         : { value: { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details: { cause: 'internal_error' } }, uncertain: true, closeBatch: false }
     })
 
-    const dispatch = async (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> => {
+    const dispatch = (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> => {
       const call = byIndex.get(c.index)!
+      const callInfo = started[c.index] ?? info(c, epoch)
       const opId = operationId(req.runId, call.id, fingerprints[call.index]!)
-      const headers = observer.executorHeaders?.(info(c, epoch))
-      const ctx = { runId: req.runId, batchId: req.batchId, client: this.#deps.client, ...(headers === undefined ? {} : { headers }) }
+      const ctx: DispatchContext = { runId: req.runId, batchId: req.batchId, client: this.#deps.client, headers: observer.executorHeaders(callInfo) }
       if (call.tool.action === null) return dispatchPlain(ctx, call, opId)
-      return dispatchAction({ ...ctx, store: this.#deps.store, tenant: req.tenant, onProjectionFailed: (problem) => observer.projectionFailed?.(info(c, epoch), problem) }, call, opId, preparedAt)
+      return dispatchAction({ ...ctx, store: this.#deps.store, tenant: req.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }, call, opId, preparedAt)
     }
 
     await runner.run(epochs, dispatch)
