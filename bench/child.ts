@@ -11,7 +11,7 @@ export type ChildRequest = { type: 'stop' } | { type: 'cpu', id: number }
 /** Messages to the parent. */
 export type ChildReply =
   | { type: 'ready', url: string }
-  | { type: 'cpu', id: number, userUs: number, systemUs: number, rss: number }
+  | { type: 'cpu', id: number, userUs: number, systemUs: number, rss: number, loopActiveMs: number, loopIdleMs: number }
 
 const send = (msg: ChildReply): void => { process.send?.(msg) }
 
@@ -45,7 +45,8 @@ process.on('message', (msg: ChildRequest) => {
   if (msg.type === 'stop') void stop()
   else if (msg.type === 'cpu') {
     const { user, system } = process.cpuUsage()
-    send({ type: 'cpu', id: msg.id, userUs: user, systemUs: system, rss: process.memoryUsage.rss() })
+    const loop = performance.eventLoopUtilization()
+    send({ type: 'cpu', id: msg.id, userUs: user, systemUs: system, rss: process.memoryUsage.rss(), loopActiveMs: loop.active, loopIdleMs: loop.idle })
   }
 })
 process.on('disconnect', () => { void stop() })

@@ -8,13 +8,20 @@ import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ChildReply, ChildRequest } from './child.js'
 
+/** What a bench server has used so far. */
+export interface ChildUsage { cpuUs: number, rss: number, loopActiveMs: number, loopIdleMs: number }
+
 /** A running bench server. */
 export interface BenchChild {
   readonly role: string
   readonly url: string
   readonly pid: number
-  /** CPU time (user + system) the process has used so far, in µs, and its RSS in bytes. */
-  cpu (): Promise<{ cpuUs: number, rss: number }>
+  /**
+   * CPU time (user + system, every thread) the process has used so far, in
+   * µs, its RSS in bytes, and how long its event loop has been busy and idle
+   * so far (ms).
+   */
+  cpu (): Promise<ChildUsage>
   /** Asks it to exit; kills it (by its pid) if it has not within `graceMs`. */
   stop (graceMs?: number): Promise<void>
 }
@@ -75,7 +82,7 @@ export async function startChild (role: string, args: string[], opts: ChildOptio
         const onMessage = (msg: ChildReply): void => {
           if (msg.type !== 'cpu' || msg.id !== id) return
           proc.off('message', onMessage)
-          resolve({ cpuUs: msg.userUs + msg.systemUs, rss: msg.rss })
+          resolve({ cpuUs: msg.userUs + msg.systemUs, rss: msg.rss, loopActiveMs: msg.loopActiveMs, loopIdleMs: msg.loopIdleMs })
         }
         proc.on('message', onMessage)
         if (!proc.connected) reject(new Error(`bench ${role} is gone`))

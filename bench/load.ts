@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { BenchChild } from './children.js'
+import type { BenchChild, ChildUsage } from './children.js'
 import { type BenchCall, type Target, assertAllOk } from './clients.js'
 
 /** Calls of the `look` tool whose arguments never repeat back to back (no exact-repeat advisories). */
@@ -38,6 +38,14 @@ export interface ClosedLoopResult {
   serviceCpuUsPerCall: number | null
   /** CPU time of the load generator over the window, as a share of one core. */
   loadgenCores: number
+  /** Share of the window the service's event loop was busy (1: bound by its own main thread), or null for direct. */
+  serviceLoopBusy: number | null
+}
+
+function loopBusy (a: ChildUsage, b: ChildUsage): number {
+  const active = b.loopActiveMs - a.loopActiveMs
+  const idle = b.loopIdleMs - a.loopIdleMs
+  return active + idle > 0 ? active / (active + idle) : 0
 }
 
 export async function closedLoop (target: Target, opts: ClosedLoopOptions): Promise<ClosedLoopResult> {
@@ -48,7 +56,7 @@ export async function closedLoop (target: Target, opts: ClosedLoopOptions): Prom
   const t0 = performance.now()
   const windowStart = t0 + opts.warmupMs
   const windowEnd = windowStart + opts.windowMs
-  let cpuAtStart: Promise<{ cpuUs: number } | null> = Promise.resolve(null)
+  let cpuAtStart: Promise<ChildUsage | null> = Promise.resolve(null)
   let loadgenAtStart = process.cpuUsage()
   const startTimer = setTimeout(() => {
     cpuAtStart = opts.service?.cpu() ?? Promise.resolve(null)
@@ -88,6 +96,7 @@ export async function closedLoop (target: Target, opts: ClosedLoopOptions): Prom
     calls,
     errors,
     serviceCpuUsPerCall: start !== null && end.service !== null && calls > 0 ? (end.service.cpuUs - start.cpuUs) / calls : null,
+    serviceLoopBusy: start !== null && end.service !== null ? loopBusy(start, end.service) : null,
     loadgenCores: (end.loadgen.user + end.loadgen.system) / 1000 / opts.windowMs
   }
 }

@@ -19,6 +19,12 @@ export interface ThroughputCell {
   /** CPU time the service process spent per call (µs). */
   cpuUsPerCall: { relay: number, toolgate: number }
   cpuToolgateOverRelay: number
+  /**
+   * Share of the window each service's event loop was busy. Near 1 for both:
+   * each is bound by its own main thread, so toolgate / relay follows their
+   * CPU per call.
+   */
+  loopBusy: { relay: number, toolgate: number }
   /** Highest CPU use of the load generator in a window, in cores. */
   loadgenCores: number
   errors: number

@@ -33,11 +33,11 @@ export async function warmUp (targets: Targets, s: BenchSettings): Promise<void>
   }
 }
 
-interface CellSamples { callsPerSec: Record<TargetName, number[]>, cpu: { relay: number[], toolgate: number[] }, loadgen: number[], errors: number }
+interface CellSamples { callsPerSec: Record<TargetName, number[]>, cpu: { relay: number[], toolgate: number[] }, loop: { relay: number[], toolgate: number[] }, loadgen: number[], errors: number }
 
 export async function measureThroughput (targets: Targets, s: BenchSettings, log: (line: string) => void): Promise<ThroughputCell[]> {
   const cells = s.batchSizes.flatMap((batchSize) => s.concurrency.map((concurrency) => ({ batchSize, concurrency })))
-  const samples: CellSamples[] = cells.map(() => ({ callsPerSec: { direct: [], relay: [], toolgate: [] }, cpu: { relay: [], toolgate: [] }, loadgen: [], errors: 0 }))
+  const samples: CellSamples[] = cells.map(() => ({ callsPerSec: { direct: [], relay: [], toolgate: [] }, cpu: { relay: [], toolgate: [] }, loop: { relay: [], toolgate: [] }, loadgen: [], errors: 0 }))
   for (let round = 0; round < s.rounds; round++) {
     log(`throughput round ${round + 1}/${s.rounds}`)
     for (const [i, cell] of cells.entries()) {
@@ -51,13 +51,14 @@ export async function measureThroughput (targets: Targets, s: BenchSettings, log
         sm.errors += r.errors
         if (name !== 'direct') {
           sm.cpu[name].push(r.serviceCpuUsPerCall ?? NaN)
+          sm.loop[name].push(r.serviceLoopBusy ?? NaN)
           sm.loadgen.push(r.loadgenCores)
         }
       }
     }
   }
   return cells.map((cell, i) => {
-    const { callsPerSec: c, cpu, loadgen, errors } = samples[i]!
+    const { callsPerSec: c, cpu, loop, loadgen, errors } = samples[i]!
     const paired = (a: number[], b: number[]): number => sig(median(a.map((x, r) => x / b[r]!)))
     return {
       ...cell,
@@ -67,6 +68,7 @@ export async function measureThroughput (targets: Targets, s: BenchSettings, log
       toolgateOverDirect: paired(c.toolgate, c.direct),
       cpuUsPerCall: { relay: sig(median(cpu.relay)), toolgate: sig(median(cpu.toolgate)) },
       cpuToolgateOverRelay: paired(cpu.toolgate, cpu.relay),
+      loopBusy: { relay: sig(median(loop.relay), 2), toolgate: sig(median(loop.toolgate), 2) },
       loadgenCores: sig(Math.max(...loadgen), 2),
       errors,
       target: TARGETS.toolgateOverRelay[cell.batchSize] ?? null

@@ -83,6 +83,7 @@ t.test('the smoke bench runs every measure against its reference and produces ev
   for (const c of results.throughput) {
     t.ok(c.callsPerSec.direct > 0 && c.callsPerSec.relay > 0 && c.callsPerSec.toolgate > 0, `calls completed for ${c.batchSize}-call batches at ${c.concurrency}`)
     t.equal(c.errors, 0, 'no target answered an error')
+    for (const busy of [c.loopBusy.relay, c.loopBusy.toolgate]) t.ok(busy > 0 && busy <= 1, 'event-loop busy shares are fractions')
   }
   for (const c of results.latency) t.equal(c.errors, 0, `no errors in the ${c.batchSize}-call latency run`)
 
