@@ -158,11 +158,11 @@ export class ExecutorClient {
    * timeout covers the whole exchange, queueing for a socket included.
    */
   post (req: ExecutorRequest): Promise<ExecutorAnswer> {
-    const target = this.#target(req.url)
     return new Promise((resolve) => {
       const exchange = new Exchange(this.#opts.maxResponseBytes, resolve)
-      exchange.startTimer(req.timeoutMs)
       try {
+        const target = this.#target(req.url)
+        exchange.startTimer(req.timeoutMs)
         this.#agent.dispatch({
           origin: target.origin,
           path: target.path,

@@ -339,3 +339,9 @@ t.test('a call whose tool timeout passes while it waits for a socket is unsent, 
   await sleep(100)
   t.strictSame(seen, ['"slow"'], 'the timed-out request never reached the executor')
 })
+
+t.test('a URL that does not parse is answered as unsent, never thrown', async (t) => {
+  const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES })
+  t.teardown(() => client.close())
+  t.strictSame(await client.post({ url: 'not a url', timeoutMs: 100, body: '{}', headers: {} }), { kind: 'unsent', code: 'ERR_INVALID_URL' })
+})
