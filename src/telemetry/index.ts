@@ -3,7 +3,7 @@ import type { Store } from '../store/types.js'
 import { Metrics } from './metrics.js'
 import { SummaryAggregator } from './summary.js'
 import { tracingObserver } from './tracing.js'
-import { type BatchInfo, type BatchObserver, type CallInfo, type CallSettledInfo, GuardedObservers, type Telemetry } from './types.js'
+import { type BatchInfo, type BatchObserver, type CallInfo, type CallSettledInfo, ObserverList, type Telemetry } from './types.js'
 
 /** Telemetry of one app instance: metrics, logs, traces and the summaries. */
 export interface TelemetryHandle extends Telemetry {
@@ -35,7 +35,7 @@ export function createTelemetry (opts: TelemetryOptions): TelemetryHandle {
     observeBatch (info: BatchInfo): BatchObserver {
       const observers = [metrics.observer(), new BatchLog(logger, info), tracingObserver(info)]
       if (opts.extra !== undefined) observers.push(opts.extra.observeBatch(info))
-      return new GuardedObservers(observers, onFailure)
+      return new ObserverList(observers, onFailure)
     }
   }
 }

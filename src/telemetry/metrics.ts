@@ -27,8 +27,6 @@ export class Metrics {
   readonly runTerminations: Counter<'reason'>
   readonly inFlightCalls: Gauge
   readonly inFlightBatches: Gauge
-  readonly #children = new Map<object, Map<string, Counter.Internal>>()
-  readonly #durations = new Map<string, Histogram.Internal<'tool'>>()
   // The hottest series are counted in plain numbers and handed to prom-client
   // when it collects (on scrape): prom-client hashes the label set on every
   // update, several µs per call.
@@ -136,22 +134,6 @@ export class Metrics {
     if (p === undefined) this.#pendingBatches.set(outcome, { n: 1 })
     else p.n++
   }
-
-  /** The labelled child of a counter, looked up once per label set (prom-client hashes labels on every call). */
-  child (counter: Counter<'tool'>, tool: string): Counter.Internal {
-    let byCounter = this.#children.get(counter)
-    if (byCounter === undefined) this.#children.set(counter, (byCounter = new Map()))
-    let child = byCounter.get(tool)
-    if (child === undefined) byCounter.set(tool, (child = counter.labels({ tool })))
-    return child
-  }
-
-  /** The call-duration histogram of one tool, looked up once per tool. */
-  durationOf (tool: string): Histogram.Internal<'tool'> {
-    let child = this.#durations.get(tool)
-    if (child === undefined) this.#durations.set(tool, (child = this.callDuration.labels({ tool })))
-    return child
-  }
 }
 
 /** Label used for a call: the tool's name, or a fixed label when the name resolved to nothing. */
@@ -178,18 +160,18 @@ class BatchMetrics implements BatchObserver {
     const m = this.#m
     const tool = labelOf(c)
     m.callSettled(tool, c.status, c.durationMs !== null)
-    if (c.durationMs !== null) m.durationOf(tool).observe(c.durationMs / 1000)
-    if (c.uncertain) m.child(m.uncertainWrites, tool).inc()
-    if (c.status === 'blocked') m.child(m.blockedCalls, tool).inc()
+    if (c.durationMs !== null) m.callDuration.observe({ tool }, c.durationMs / 1000)
+    if (c.uncertain) m.uncertainWrites.inc({ tool })
+    if (c.status === 'blocked') m.blockedCalls.inc({ tool })
   }
 
   repeatDetected (c: CallInfo, action: 'advisory' | 'terminated'): void {
-    const m = this.#m
-    m.child(action === 'advisory' ? m.repeatAdvisories : m.repeatTerminations, labelOf(c)).inc()
+    const counter = action === 'advisory' ? this.#m.repeatAdvisories : this.#m.repeatTerminations
+    counter.inc({ tool: labelOf(c) })
   }
 
   projectionFailed (c: CallInfo): void {
-    this.#m.child(this.#m.projectionFailures, labelOf(c)).inc()
+    this.#m.projectionFailures.inc({ tool: labelOf(c) })
   }
 
   runTerminated (reason: string): void {

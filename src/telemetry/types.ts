@@ -61,85 +61,63 @@ export interface Telemetry {
 /**
  * Fans every hook out to several observers, in order. Its methods live on
  * the prototype: a batch pays for one small object, not a closure per hook.
+ * With `onFailure`, a hook that throws is reported (with the hook's name)
+ * and the others still run: telemetry must never change what a batch does.
+ * Without it, the error propagates.
  */
 export class ObserverList implements BatchObserver {
   readonly #list: readonly BatchObserver[]
+  readonly #onFailure: ((hook: string, err: unknown) => void) | undefined
 
-  constructor (observers: readonly BatchObserver[]) {
-    this.#list = observers
-  }
-
-  epochStarted (e: number, n: number): void { for (const o of this.#list) o.epochStarted?.(e, n) }
-  epochSettled (e: number, n: number, d: number): void { for (const o of this.#list) o.epochSettled?.(e, n, d) }
-  callStarted (c: CallInfo): void { for (const o of this.#list) o.callStarted?.(c) }
-  callSettled (c: CallSettledInfo): void { for (const o of this.#list) o.callSettled?.(c) }
-  repeatDetected (c: CallInfo, a: 'advisory' | 'terminated', n: number): void { for (const o of this.#list) o.repeatDetected?.(c, a, n) }
-  projectionFailed (c: CallInfo, p: string): void { for (const o of this.#list) o.projectionFailed?.(c, p) }
-  runTerminated (r: string): void { for (const o of this.#list) o.runTerminated?.(r) }
-  batchCompleted (out: BatchOutcome, d: number): void { for (const o of this.#list) o.batchCompleted?.(out, d) }
-  executorHeaders (c: CallInfo): Record<string, string> | undefined {
-    let headers: Record<string, string> | undefined
-    for (const o of this.#list) {
-      const h = o.executorHeaders?.(c)
-      if (h !== undefined) headers = headers === undefined ? h : { ...headers, ...h }
-    }
-    return headers
-  }
-}
-
-/**
- * Telemetry must never change what a batch does: like ObserverList, but a
- * hook that throws is reported to `onFailure` (with the hook's name) and
- * otherwise ignored.
- */
-export class GuardedObservers implements BatchObserver {
-  readonly #list: readonly BatchObserver[]
-  readonly #onFailure: (hook: string, err: unknown) => void
-
-  constructor (observers: readonly BatchObserver[], onFailure: (hook: string, err: unknown) => void) {
+  constructor (observers: readonly BatchObserver[], onFailure?: (hook: string, err: unknown) => void) {
     this.#list = observers
     this.#onFailure = onFailure
   }
 
   epochStarted (e: number, n: number): void {
-    for (const o of this.#list) try { o.epochStarted?.(e, n) } catch (err) { this.#onFailure('epochStarted', err) }
+    for (const o of this.#list) try { o.epochStarted?.(e, n) } catch (err) { this.#failed('epochStarted', err) }
   }
 
   epochSettled (e: number, n: number, d: number): void {
-    for (const o of this.#list) try { o.epochSettled?.(e, n, d) } catch (err) { this.#onFailure('epochSettled', err) }
+    for (const o of this.#list) try { o.epochSettled?.(e, n, d) } catch (err) { this.#failed('epochSettled', err) }
   }
 
   callStarted (c: CallInfo): void {
-    for (const o of this.#list) try { o.callStarted?.(c) } catch (err) { this.#onFailure('callStarted', err) }
+    for (const o of this.#list) try { o.callStarted?.(c) } catch (err) { this.#failed('callStarted', err) }
   }
 
   callSettled (c: CallSettledInfo): void {
-    for (const o of this.#list) try { o.callSettled?.(c) } catch (err) { this.#onFailure('callSettled', err) }
+    for (const o of this.#list) try { o.callSettled?.(c) } catch (err) { this.#failed('callSettled', err) }
   }
 
   repeatDetected (c: CallInfo, a: 'advisory' | 'terminated', n: number): void {
-    for (const o of this.#list) try { o.repeatDetected?.(c, a, n) } catch (err) { this.#onFailure('repeatDetected', err) }
+    for (const o of this.#list) try { o.repeatDetected?.(c, a, n) } catch (err) { this.#failed('repeatDetected', err) }
   }
 
   projectionFailed (c: CallInfo, p: string): void {
-    for (const o of this.#list) try { o.projectionFailed?.(c, p) } catch (err) { this.#onFailure('projectionFailed', err) }
+    for (const o of this.#list) try { o.projectionFailed?.(c, p) } catch (err) { this.#failed('projectionFailed', err) }
   }
 
   runTerminated (r: string): void {
-    for (const o of this.#list) try { o.runTerminated?.(r) } catch (err) { this.#onFailure('runTerminated', err) }
+    for (const o of this.#list) try { o.runTerminated?.(r) } catch (err) { this.#failed('runTerminated', err) }
   }
 
   batchCompleted (out: BatchOutcome, d: number): void {
-    for (const o of this.#list) try { o.batchCompleted?.(out, d) } catch (err) { this.#onFailure('batchCompleted', err) }
+    for (const o of this.#list) try { o.batchCompleted?.(out, d) } catch (err) { this.#failed('batchCompleted', err) }
   }
 
   executorHeaders (c: CallInfo): Record<string, string> | undefined {
     let headers: Record<string, string> | undefined
     for (const o of this.#list) {
       let h: Record<string, string> | undefined
-      try { h = o.executorHeaders?.(c) } catch (err) { this.#onFailure('executorHeaders', err) }
+      try { h = o.executorHeaders?.(c) } catch (err) { this.#failed('executorHeaders', err) }
       if (h !== undefined) headers = headers === undefined ? h : { ...headers, ...h }
     }
     return headers
+  }
+
+  #failed (hook: string, err: unknown): void {
+    if (this.#onFailure === undefined) throw err
+    this.#onFailure(hook, err)
   }
 }
