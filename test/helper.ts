@@ -73,6 +73,16 @@ export interface TestExecutor {
   app: FastifyInstance
 }
 
+/** A run's limits when it sets none, as SPEC section 3 gives them (written out here, not read from the code under test). */
+export const DEFAULT_LIMITS = {
+  exactToolRepeatAdvisoryThreshold: 3,
+  exactToolRepeatTerminationThreshold: 8,
+  maxTurns: null,
+  maxToolCalls: null,
+  timeoutMs: null,
+  maxTotalTokens: null
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A real executor on 127.0.0.1:0 that records each call's start and end. */

@@ -52,7 +52,7 @@ export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): Pla
         const content = isObject(body) && body.content !== undefined
           ? contentOf(body.content)
           : errorContent('executor_rejected', `The tool refused the call (HTTP ${status}).`)
-        return { status: 'error', content, isError: true, details: { httpStatus: status, ...executorDetails(body) } }
+        return { status: 'error', content, isError: true, details: answeredDetails(status, body) }
       }
       // A 2xx is definitive: an empty one (204) is a success with nothing to say.
       if (answer.bodyText === '') return { status: 'ok', content: '', isError: false, details: { httpStatus: status } }
@@ -61,9 +61,7 @@ export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): Pla
         return unknownOutcome('unreadable_answer', status, readOnly)
       }
       const isError = body.isError === true
-      const details: CallDetails = { httpStatus: status }
-      if (isObject(body.details)) details.executor = body.details
-      return { status: isError ? 'error' : 'ok', content: contentOf(body.content), isError, details }
+      return { status: isError ? 'error' : 'ok', content: contentOf(body.content), isError, details: answeredDetails(status, body) }
     }
   }
 }
@@ -88,8 +86,11 @@ function failed (error: string, message: string, details: CallDetails): PlainOut
   return { status: 'error', content: errorContent(error, message), isError: true, details }
 }
 
-function executorDetails (body: unknown): CallDetails {
-  return isObject(body) && isObject(body.details) ? { executor: body.details } : {}
+/** The details of an answer: its HTTP status, and the executor's own `details` object when it sent one. */
+function answeredDetails (httpStatus: number, body: unknown): CallDetails {
+  const details: CallDetails = { httpStatus }
+  if (isObject(body) && isObject(body.details)) details.executor = body.details
+  return details
 }
 
 export function isObject (value: unknown): value is Record<string, unknown> {

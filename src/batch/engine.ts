@@ -15,7 +15,7 @@ import { planEpochs } from '../schedule/plan.js'
 import { EpochRunner } from '../schedule/runner.js'
 import { type DispatchOutcome, type SchedulableCall, type Settlement, type StopSignal, StopSwitch } from '../schedule/types.js'
 import type { Store } from '../store/types.js'
-import type { BatchObserver, BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
+import type { BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
 import type { ToolLookup } from '../tools/types.js'
 import { admit } from './admit.js'
@@ -254,12 +254,12 @@ export class BatchEngine {
           results[i] = terminatedResult(o, decision.reason)
           if (decision.count !== null) {
             stats.repeatTerminations++
-            observer.repeatDetected?.(info, 'terminated', decision.count)
+            observer.repeatDetected(info, 'terminated', decision.count)
           }
         } else {
           if (decision.advisory !== null) {
             stats.repeatAdvisories++
-            observer.repeatDetected?.(info, 'advisory', decision.advisory)
+            observer.repeatDetected(info, 'advisory', decision.advisory)
             policyMessages.push({ type: 'agent_policy', content: policyMessage(info.tool, decision.advisory) })
           }
           if (o.ok) dispatchable.push(o)
@@ -267,12 +267,12 @@ export class BatchEngine {
         }
         if (results[i] !== undefined) observer.callSettled({ ...info, status: results[i].status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, reason: reasonOf(results[i].details) })
       }
-      if (admission?.termination != null) observer.runTerminated?.(admission.termination.reason)
+      if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
 
       const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, results, stats, observer, controller)
       return await this.#finish(req, turn, requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller)
     } catch (err) {
-      observer.batchCompleted?.('error', performance.now() - t0)
+      observer.batchCompleted('error', performance.now() - t0)
       // A bug must not leave the run leased forever.
       await store.updateRun(req.runId, (r) => {
         if (r.inFlight?.batchId === req.batchId) r.inFlight = null
@@ -371,9 +371,9 @@ export class BatchEngine {
         epochStarted: (e, n) => {
           stats.epochs++
           stats.largestEpoch = Math.max(stats.largestEpoch, n)
-          observer.epochStarted?.(e, n)
+          observer.epochStarted(e, n)
         },
-        epochSettled: (e, d) => observer.epochSettled?.(e, epochs[e]?.length ?? 0, d),
+        epochSettled: (e, d) => observer.epochSettled(e, epochs[e]?.length ?? 0, d),
         callStarted: (c, e) => observer.callStarted((started[c.index] = info(c, e))),
         callSettled: (c, _e, s) => settle(c, s)
       },
@@ -398,7 +398,7 @@ export class BatchEngine {
 
   /** Records the batch, releases the lease and builds the response. */
   async #finish (req: BatchRequest, turn: number, requestHash: string, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
-    recorder: EventRecorder, observer: BatchObserver, stats: RunStats, closed: boolean, signal: StopSignal): Promise<BatchAnswer> {
+    recorder: EventRecorder, observer: ObserverList, stats: RunStats, closed: boolean, signal: StopSignal): Promise<BatchAnswer> {
     const { store } = this.#deps
     const reason = signal.aborted ? String(signal.reason) : null
     const wallMs = performance.now() - t0
@@ -418,11 +418,11 @@ export class BatchEngine {
       return { state: r.state, terminationReason: r.terminationReason, terminatedNow }
     })
     const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false }
-    if (state.terminatedNow) observer.runTerminated?.(ending!)
+    if (state.terminatedNow) observer.runTerminated(ending!)
     this.#deps.onStats?.(stats)
 
     const outcome: BatchOutcome = closed ? 'closed' : state.state === 'terminated' ? 'terminated' : reason !== null ? 'cancelled' : 'completed'
-    observer.batchCompleted?.(outcome, wallMs)
+    observer.batchCompleted(outcome, wallMs)
     recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
     const response: BatchResponse = {
       runId: req.runId,

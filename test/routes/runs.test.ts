@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, get, post, sleep, startExecutor, tool, holdCalls } from '../helper.js'
+import { DEFAULT_LIMITS, buildTestApp, get, holdCalls, post, sleep, startExecutor, tool } from '../helper.js'
 import type { CallResult } from '../../src/batch/types.js'
 import type { RunView } from '../../src/runs/view.js'
 
@@ -8,14 +8,6 @@ type Answer = Awaited<ReturnType<typeof post>>
 
 const RUN_ID = /^[A-Za-z0-9_.:-]{1,128}$/
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
-const DEFAULT_LIMITS = {
-  exactToolRepeatAdvisoryThreshold: 3,
-  exactToolRepeatTerminationThreshold: 8,
-  maxTurns: null,
-  maxToolCalls: null,
-  timeoutMs: null,
-  maxTotalTokens: null
-}
 
 async function del (app: FastifyInstance, url: string): Promise<Answer> {
   const res = await app.inject({ method: 'DELETE', url })

@@ -1,14 +1,7 @@
 import t from 'tap'
 import { resolveRunOptions } from '../../src/runs/options.js'
+import { DEFAULT_LIMITS } from '../helper.js'
 
-const DEFAULT_LIMITS = {
-  exactToolRepeatAdvisoryThreshold: 3,
-  exactToolRepeatTerminationThreshold: 8,
-  maxTurns: null,
-  maxToolCalls: null,
-  timeoutMs: null,
-  maxTotalTokens: null
-}
 
 t.test('an empty request gets every default, with the server default for maxConcurrentTools', async (t) => {
   t.strictSame(resolveRunOptions({}, 8), {
