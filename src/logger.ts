@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino'
+import { IsoTime } from './events/iso-time.js'
 
 /**
  * Keys whose values never reach a log line, at any depth up to
@@ -53,6 +54,13 @@ function copyOf (obj: Record<string, unknown>): Record<string, unknown> {
   return { ...obj }
 }
 
+const LINE_TIMES = new IsoTime()
+
+/** pino's ISO `time` field, formatted once per millisecond rather than once per line. */
+function isoTimestamp (): string {
+  return `,"time":"${LINE_TIMES.at(Date.now())}"`
+}
+
 /**
  * JSON lines on stdout (or `destination`), ISO times, `service: toolgate` on
  * every line, sensitive keys censored. Stdout is written asynchronously:
@@ -64,7 +72,7 @@ export function createLogger (level: string, destination?: pino.DestinationStrea
   return pino({
     level,
     base: { service: 'toolgate' },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTimestamp,
     formatters: { log: (obj) => redactSensitive(obj) }
   }, destination ?? pino.destination({ dest: 1, sync: false }))
 }

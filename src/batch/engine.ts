@@ -211,7 +211,7 @@ export class BatchEngine {
     recorder.emit({ type: 'batch.started', size: req.calls.length })
 
     try {
-      const preparedAt = new Date().toISOString()
+      const preparedAt = PREPARED_TIMES.at(Date.now())
       const ctx: PreparationContext = {
         runId: req.runId,
         tenant: req.tenant,
@@ -240,7 +240,8 @@ export class BatchEngine {
       const admission = admitted.found && typeof admitted.value !== 'string' ? admitted.value : null
       const stoppedBy = admitted.found && typeof admitted.value === 'string' ? admitted.value : 'ended'
 
-      const results = new Array<CallResult>(outcomes.length)
+      // Filled in place as calls settle; packed (not `new Array(n)`, which is holey), so JSON.stringify takes its fast path.
+      const results: CallResult[] = outcomes.map(() => PENDING)
       const policyMessages: PolicyMessage[] = []
       const dispatchable: PreparedCall[] = []
       const stats = emptyStats()
@@ -248,10 +249,11 @@ export class BatchEngine {
       for (const [i, o] of outcomes.entries()) {
         const decision = admission?.decisions[i]
         const info = { callId: o.id, tool: o.tool?.name ?? o.requestedName, known: o.tool !== null, epoch: null }
+        let settled: CallResult | null = null
         if (decision === undefined) {
-          results[i] = cancelledResult(o, notActiveReason)
+          settled = cancelledResult(o, notActiveReason)
         } else if (decision.kind === 'terminated') {
-          results[i] = terminatedResult(o, decision.reason)
+          settled = terminatedResult(o, decision.reason)
           if (decision.count !== null) {
             stats.repeatTerminations++
             observer.repeatDetected(info, 'terminated', decision.count)
@@ -263,9 +265,12 @@ export class BatchEngine {
             policyMessages.push({ type: 'agent_policy', content: policyMessage(info.tool, decision.advisory) })
           }
           if (o.ok) dispatchable.push(o)
-          else results[i] = rejectedResult(o)
+          else settled = rejectedResult(o)
         }
-        if (results[i] !== undefined) observer.callSettled({ ...info, status: results[i].status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, reason: reasonOf(results[i].details) })
+        if (settled !== null) {
+          results[i] = settled
+          observer.callSettled({ ...info, status: settled.status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, reason: reasonOf(settled.details) })
+        }
       }
       if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
 
@@ -403,7 +408,10 @@ export class BatchEngine {
     const reason = signal.aborted ? String(signal.reason) : null
     const wallMs = performance.now() - t0
     stats.wallTimeMs += wallMs
-    for (const r of results) stats.callsByStatus[r.status] = (stats.callsByStatus[r.status] ?? 0) + 1
+    for (const r of results) {
+      if (r === PENDING) throw new Error('a call of the batch never settled')
+      stats.callsByStatus[r.status] = (stats.callsByStatus[r.status] ?? 0) + 1
+    }
 
     // Terminal states this batch causes, unless the run already left `active`.
     const ending: TerminationReason | null = closed ? 'projection_failed' : reason === 'timeout' ? 'timeout' : null
@@ -449,6 +457,10 @@ export class BatchEngine {
 
 /** When calls started, as ISO text. */
 const START_TIMES = new IsoTime()
+/** When batches were prepared, as ISO text. */
+const PREPARED_TIMES = new IsoTime()
+/** Holds a result's place until its call settles; every call settles before the answer is built. */
+const PENDING = {} as CallResult
 
 /** The longest delay a Node timer honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1

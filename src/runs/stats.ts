@@ -15,20 +15,18 @@ export function emptyStats (): RunStats {
   }
 }
 
-/** Sums two sets of figures (a run's so far and one batch's). */
-export function addStats (a: RunStats, b: RunStats): RunStats {
-  const callsByStatus = { ...a.callsByStatus }
-  for (const [k, v] of Object.entries(b.callsByStatus)) callsByStatus[k] = (callsByStatus[k] ?? 0) + v
-  return {
-    epochs: a.epochs + b.epochs,
-    largestEpoch: Math.max(a.largestEpoch, b.largestEpoch),
-    callsByStatus,
-    toolTimeMs: a.toolTimeMs + b.toolTimeMs,
-    wallTimeMs: a.wallTimeMs + b.wallTimeMs,
-    repeatAdvisories: a.repeatAdvisories + b.repeatAdvisories,
-    repeatTerminations: a.repeatTerminations + b.repeatTerminations,
-    projectionFailures: a.projectionFailures + b.projectionFailures,
-    uncertainWrites: a.uncertainWrites + b.uncertainWrites,
-    blockedCalls: a.blockedCalls + b.blockedCalls
-  }
+/** Adds one batch's figures to a running total (a run's, or the process's), in place; answers the total. */
+export function addStats (total: RunStats, b: RunStats): RunStats {
+  const byStatus = total.callsByStatus
+  for (const k in b.callsByStatus) byStatus[k] = (byStatus[k] ?? 0) + b.callsByStatus[k]!
+  total.epochs += b.epochs
+  total.largestEpoch = Math.max(total.largestEpoch, b.largestEpoch)
+  total.toolTimeMs += b.toolTimeMs
+  total.wallTimeMs += b.wallTimeMs
+  total.repeatAdvisories += b.repeatAdvisories
+  total.repeatTerminations += b.repeatTerminations
+  total.projectionFailures += b.projectionFailures
+  total.uncertainWrites += b.uncertainWrites
+  total.blockedCalls += b.blockedCalls
+  return total
 }
