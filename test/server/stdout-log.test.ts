@@ -1,0 +1,42 @@
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import t from 'tap'
+import { buildService } from './build.js'
+
+t.setTimeout(300_000)
+
+// The default destination: stdout, asynchronous, in buffer mode. A burst of
+// lines written right before process.exit must all arrive, whole, in order,
+// with their UTF-8 intact: lines that queue behind a pending write are
+// flushed when the process exits.
+t.test('the stdout logger loses no line of a burst cut short by process.exit, and keeps UTF-8 and order', async (t) => {
+  const build = await buildService(t)
+  const logger = pathToFileURL(join(build.dir, 'src/logger.js')).href
+  const script = `
+    const { createLogger } = await import(${JSON.stringify(logger)})
+    const log = createLogger('info')
+    for (let i = 0; i < 5000; i++) log.info({ i, note: 'é—🙂'.repeat(1 + (i % 7)) }, 'burst')
+    process.exit(0)
+  `
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const out: Buffer[] = []
+  let stderr = ''
+  child.stdout.on('data', (c: Buffer) => out.push(c))
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c })
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve))
+  t.equal(code, 0, stderr)
+
+  const lines = Buffer.concat(out).toString('utf8').split('\n')
+  t.equal(lines.pop(), '', 'the output ends with a whole line')
+  t.equal(lines.length, 5000, 'every line arrived')
+  let inOrder = true
+  let intact = true
+  for (const [n, line] of lines.entries()) {
+    const entry = JSON.parse(line) as { i: number, note: string, msg: string }
+    if (entry.i !== n) inOrder = false
+    if (entry.note !== 'é—🙂'.repeat(1 + (n % 7)) || entry.msg !== 'burst') intact = false
+  }
+  t.ok(inOrder, 'lines keep the order they were written in')
+  t.ok(intact, 'every line is whole, its UTF-8 text unchanged')
+})
