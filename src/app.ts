@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import { registerAccessLog } from './http/access-log.js'
 import { registerAuth } from './http/auth.js'
+import { RequestLogger } from './http/request-logger.js'
 import { registerRateLimit } from './auth/rate-limit.js'
 import { ProblemError } from './errors.js'
 import { registerJsonBody } from './http/json-body.js'
@@ -53,6 +54,8 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
     loggerInstance: logger as FastifyBaseLogger,
     // One line per request is written by the access log (src/http/access-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
+    // request.log is made only when something logs through it.
+    childLoggerFactory: (parent, bindings, options) => new RequestLogger(parent, bindings, options),
     bodyLimit: config.bodyLimitBytes,
     // Slow clients: a request not received whole within this answers 408 and its socket closes.
     // Node only honours it when given to createServer (fastify sets it afterwards), hence `http`.
