@@ -3,7 +3,6 @@ import type { ExecutorClient } from '../dispatch/client.js'
 import { ProblemError } from '../errors.js'
 import { EventRecorder, round } from '../events/recorder.js'
 import { IsoTime } from '../events/iso-time.js'
-import { batchResponseJson } from './response-json.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
@@ -443,7 +442,7 @@ export class BatchEngine {
       continue: state.state === 'active' && !closed,
       run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
     }
-    const responseJson = batchResponseJson(response)
+    const responseJson = JSON.stringify(response)
     await store.putBatch(req.runId, { batchId: req.batchId, requestHash, responseJson, completedAt: Date.now() })
     await store.updateRun(req.runId, (r) => {
       if (r.inFlight?.batchId === req.batchId) r.inFlight = null
