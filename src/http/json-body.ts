@@ -4,27 +4,37 @@ import { ProblemError } from '../errors.js'
 
 export const MAX_JSON_DEPTH = 64
 
-/** Depth of a parsed JSON value, walked without recursion; stops once past `limit`. */
+/** Whether a parsed JSON value nests deeper than `limit` (the root object is level 1). */
 export function jsonDepthExceeds (value: unknown, limit: number): boolean {
   return bodyProblem(value, limit) === 'depth'
 }
 
 /**
- * The first thing wrong with a parsed body, walked without recursion: nesting
- * past `limit`, or a number too large for a double (JSON.parse reads 1e400 as
- * Infinity, which nothing downstream can hold or write back).
+ * The first thing wrong with a parsed body: nesting past `limit`, or a number
+ * too large for a double (JSON.parse reads 1e400 as Infinity, which nothing
+ * downstream can hold or write back). Recursive, without allocating: the
+ * recursion stops one level past `limit`, so it stays shallow.
  */
 export function bodyProblem (value: unknown, limit: number): 'depth' | 'number' | null {
+  return problemOf(value, 0, limit)
+}
+
+/** `value` sits at `depth` (the root object is at depth 1). */
+function problemOf (value: unknown, parentDepth: number, limit: number): 'depth' | 'number' | null {
   if (typeof value === 'number') return Number.isFinite(value) ? null : 'number'
-  const stack: Array<[unknown, number]> = [[value, 1]]
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!
-    if (typeof v !== 'object' || v === null) continue
-    if (depth > limit) return 'depth'
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1])
-      else if (typeof child === 'number' && !Number.isFinite(child)) return 'number'
+  if (typeof value !== 'object' || value === null) return null
+  const depth = parentDepth + 1
+  if (depth > limit) return 'depth'
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const problem = problemOf(value[i], depth, limit)
+      if (problem !== null) return problem
     }
+    return null
+  }
+  for (const key in value) {
+    const problem = problemOf((value as Record<string, unknown>)[key], depth, limit)
+    if (problem !== null) return problem
   }
   return null
 }
