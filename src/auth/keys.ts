@@ -47,8 +47,8 @@ function entryProblems (entry: unknown, at: string): string[] {
     problems.push(`${at}${e.path}: ${message}`)
   }
   if (typeof entry === 'object' && entry !== null && !Array.isArray(entry)) {
-    const { key, sha256 } = entry as { key?: unknown, sha256?: unknown }
-    if ((key === undefined) === (sha256 === undefined)) problems.push(`${at}: give exactly one of "key" or "sha256"`)
+    const { key, sha256: digest } = entry as { key?: unknown, sha256?: unknown }
+    if ((key === undefined) === (digest === undefined)) problems.push(`${at}: give exactly one of "key" or "sha256"`)
   }
   return problems
 }
@@ -125,7 +125,7 @@ export class KeyRing {
     const match = /^Bearer[ ]+(\S{1,4096})\s*$/i.exec(authorization)
     if (match === null) return null
     // Looked up by the key's SHA-256: how long the lookup takes says nothing of the key itself.
-    return this.#byDigest.get(sha256(match[1]!, 'hex')) ?? null
+    return this.#byDigest.get(sha256Hex(match[1]!)) ?? null
   }
 }
 

@@ -19,7 +19,7 @@ export function bodyProblem (value: unknown, limit: number): 'depth' | 'number' 
   return problemOf(value, 0, limit)
 }
 
-/** `value` sits at `depth` (the root object is at depth 1). */
+/** The first problem of `value`, whose parent is at `parentDepth` (the root's parent at 0, so the root object is level 1). */
 function problemOf (value: unknown, parentDepth: number, limit: number): 'depth' | 'number' | null {
   if (typeof value === 'number') return Number.isFinite(value) ? null : 'number'
   if (typeof value !== 'object' || value === null) return null
