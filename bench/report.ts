@@ -17,11 +17,11 @@ export function markdown (r: BenchResults): string {
   out.push('**Throughput**, calls per second, `look`-style read-only calls to a fast fastify executor. ' +
     'direct: the load generator calls the executor itself; relay: a bare fastify + undici forwarder; toolgate: the built service.')
   out.push('')
-  out.push('| batch | conns | direct | relay | toolgate | relay / direct | toolgate / relay | toolgate / direct | CPU µs per call, relay → toolgate | event loop busy, relay / toolgate |')
-  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  out.push('| batch | conns | direct | relay | toolgate | relay / direct | toolgate / relay | its rounds, lowest–highest | toolgate / direct | CPU µs per call, relay → toolgate | event loop busy, relay / toolgate |')
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const c of r.throughput) {
     out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.concurrency} | ${n(c.callsPerSec.direct)} | ${n(c.callsPerSec.relay)} | ${n(c.callsPerSec.toolgate)} | ` +
-      `${n(c.relayOverDirect)} | ${atLeast(c.toolgateOverRelay, c.target)} | ${n(c.toolgateOverDirect)} | ${n(c.cpuUsPerCall.relay)} → ${n(c.cpuUsPerCall.toolgate)} (× ${n(c.cpuToolgateOverRelay)}) | ${n(c.loopBusy.relay)} / ${n(c.loopBusy.toolgate)} |`)
+      `${n(c.relayOverDirect)} | ${atLeast(c.toolgateOverRelay, c.target)} | ${n(c.toolgateOverRelayRounds[0])}–${n(c.toolgateOverRelayRounds[1])} | ${n(c.toolgateOverDirect)} | ${n(c.cpuUsPerCall.relay)} → ${n(c.cpuUsPerCall.toolgate)} (× ${n(c.cpuToolgateOverRelay)}) | ${n(c.loopBusy.relay)} / ${n(c.loopBusy.toolgate)} |`)
   }
   out.push('')
   out.push('**Latency** of a batch at a moderate, fixed arrival rate (open loop), ms.')

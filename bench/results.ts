@@ -15,6 +15,8 @@ export interface ThroughputCell {
   callsPerSec: PerTarget
   relayOverDirect: number
   toolgateOverRelay: number
+  /** The lowest and highest toolgate / relay of a single round: how far the machine moved it. */
+  toolgateOverRelayRounds: [number, number]
   toolgateOverDirect: number
   /** CPU time the service process spent per call (µs). */
   cpuUsPerCall: { relay: number, toolgate: number }

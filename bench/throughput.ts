@@ -59,12 +59,15 @@ export async function measureThroughput (targets: Targets, s: BenchSettings, log
   }
   return cells.map((cell, i) => {
     const { callsPerSec: c, cpu, loop, loadgen, errors } = samples[i]!
-    const paired = (a: number[], b: number[]): number => sig(median(a.map((x, r) => x / b[r]!)))
+    const perRound = (a: number[], b: number[]): number[] => a.map((x, r) => x / b[r]!)
+    const paired = (a: number[], b: number[]): number => sig(median(perRound(a, b)))
+    const overRelay = perRound(c.toolgate, c.relay)
     return {
       ...cell,
       callsPerSec: { direct: sig(median(c.direct)), relay: sig(median(c.relay)), toolgate: sig(median(c.toolgate)) },
       relayOverDirect: paired(c.relay, c.direct),
       toolgateOverRelay: paired(c.toolgate, c.relay),
+      toolgateOverRelayRounds: [sig(Math.min(...overRelay)), sig(Math.max(...overRelay))],
       toolgateOverDirect: paired(c.toolgate, c.direct),
       cpuUsPerCall: { relay: sig(median(cpu.relay)), toolgate: sig(median(cpu.toolgate)) },
       cpuToolgateOverRelay: paired(cpu.toolgate, cpu.relay),

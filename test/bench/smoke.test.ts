@@ -84,6 +84,8 @@ t.test('the smoke bench runs every measure against its reference and produces ev
     t.ok(c.callsPerSec.direct > 0 && c.callsPerSec.relay > 0 && c.callsPerSec.toolgate > 0, `calls completed for ${c.batchSize}-call batches at ${c.concurrency}`)
     t.equal(c.errors, 0, 'no target answered an error')
     for (const busy of [c.loopBusy.relay, c.loopBusy.toolgate]) t.ok(busy > 0 && busy <= 1, 'event-loop busy shares are fractions')
+    const [lowest, highest] = c.toolgateOverRelayRounds
+    t.ok(lowest <= c.toolgateOverRelay && c.toolgateOverRelay <= highest, 'the median toolgate / relay lies within its rounds')
   }
   for (const c of results.latency) t.equal(c.errors, 0, `no errors in the ${c.batchSize}-call latency run`)
 
