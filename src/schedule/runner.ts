@@ -67,7 +67,7 @@ export class EpochRunner<T> {
 
   #runEpoch (epoch: number, calls: Epoch, dispatch: Dispatch<T>): Promise<void> {
     const started = performance.now()
-    this.#hook((h) => h.epochStarted?.(epoch, calls.length))
+    this.#hook('epochStarted', epoch, calls.length)
     const pending = [...calls]
     const runningKeys = new Set<string>()
     const signal = this.#opts.signal
@@ -81,7 +81,7 @@ export class EpochRunner<T> {
         done = true
         signal?.removeEventListener('abort', finishIfDone)
         for (const call of pending.splice(0)) this.#settle(call, epoch, { kind: 'cancelled', epoch })
-        this.#hook((h) => h.epochSettled?.(epoch, performance.now() - started))
+        this.#hook('epochSettled', epoch, performance.now() - started)
         resolve()
       }
 
@@ -108,7 +108,7 @@ export class EpochRunner<T> {
       }
 
       const start = (call: SchedulableCall, key: string | null): void => {
-        this.#callStarted(call, epoch)
+        this.#hook('callStarted', call, epoch)
         const startedAt = Date.now()
         const t0 = performance.now()
         // One settlement per call, however the dispatch ends; then the slot and the key free up.
@@ -142,27 +142,16 @@ export class EpochRunner<T> {
 
   #settle (call: SchedulableCall, epoch: number, settlement: Settlement<T>): void {
     this.#settled.set(call.index, settlement)
-    try {
-      this.#opts.hooks?.callSettled?.(call, epoch, settlement)
-    } catch (err) {
-      this.#failure ??= { error: err }
-    }
+    this.#hook('callSettled', call, epoch, settlement)
   }
 
-  #callStarted (call: SchedulableCall, epoch: number): void {
-    try {
-      this.#opts.hooks?.callStarted?.(call, epoch)
-    } catch (err) {
-      this.#failure ??= { error: err }
-    }
-  }
-
-  /** Calls a hook; one that throws stops the batch instead of losing track of it. */
-  #hook (fn: (hooks: RunnerHooks) => void): void {
+  /** Calls a hook by name; one that throws stops the batch instead of losing track of it. */
+  #hook<K extends keyof RunnerHooks> (name: K, ...args: Parameters<NonNullable<RunnerHooks[K]>>): void {
     const hooks = this.#opts.hooks
-    if (hooks === undefined) return
+    const hook = hooks?.[name] as ((...a: typeof args) => void) | undefined
+    if (hook === undefined) return
     try {
-      fn(hooks)
+      hook.apply(hooks, args)
     } catch (err) {
       this.#failure ??= { error: err }
     }

@@ -44,7 +44,7 @@ export function createTelemetry (opts: TelemetryOptions): TelemetryHandle {
  * A batch's log lines for what is worth a line of its own (repeats,
  * projection failures, terminations, uncertain writes), each with its runId
  * and batchId; never arguments or bodies. The batch's own line is its
- * request's line (src/app.ts), written once the answer is sent.
+ * request's line (src/http/access-log.ts), written once the answer is sent.
  */
 class BatchLog implements BatchObserver {
   readonly #log: Logger
