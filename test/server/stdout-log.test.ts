@@ -6,10 +6,10 @@ import { buildService } from './build.js'
 
 t.setTimeout(300_000)
 
-// The default destination: stdout, asynchronous, in buffer mode. A burst of
-// lines written right before process.exit must all arrive, whole, in order,
-// with their UTF-8 intact: lines that queue behind a pending write are
-// flushed when the process exits.
+// The default destination: stdout, the lines of one event-loop turn written
+// together at its end. A burst of lines logged in one turn and cut short by
+// process.exit (the turn never ends) must all arrive, whole, in order, with
+// their UTF-8 intact: what is pending is written on exit.
 t.test('the stdout logger loses no line of a burst cut short by process.exit, and keeps UTF-8 and order', async (t) => {
   const build = await buildService(t)
   const logger = pathToFileURL(join(build.dir, 'src/logger.js')).href
@@ -39,4 +39,37 @@ t.test('the stdout logger loses no line of a burst cut short by process.exit, an
   }
   t.ok(inOrder, 'lines keep the order they were written in')
   t.ok(intact, 'every line is whole, its UTF-8 text unchanged')
+})
+
+// A quiet process shows each line at once (at the end of the turn that logged
+// it), not when some buffer fills; two loggers on stdout keep one order.
+t.test('a line logged by an idle process reaches stdout within its turn, and loggers sharing stdout keep their order', async (t) => {
+  const build = await buildService(t)
+  const logger = pathToFileURL(join(build.dir, 'src/logger.js')).href
+  const script = `
+    const { createLogger } = await import(${JSON.stringify(logger)})
+    const a = createLogger('info')
+    const b = createLogger('info')
+    a.info('one')
+    b.info('two')
+    a.info('three')
+    // Stays alive (the parent kills it) and logs nothing more.
+    setInterval(() => {}, 60_000)
+  `
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { child.kill('SIGKILL') })
+  let text = ''
+  const lines = await new Promise<string[]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only got ${JSON.stringify(text)}`)), 20_000)
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      text += c
+      const whole = text.split('\n').slice(0, -1)
+      if (whole.length >= 3) {
+        clearTimeout(timer)
+        resolve(whole)
+      }
+    })
+  })
+  t.same(lines.map((l) => (JSON.parse(l) as { msg: string }).msg), ['one', 'two', 'three'])
+  t.equal(child.exitCode, null, 'the lines arrived while the process was still running')
 })
