@@ -21,10 +21,13 @@ export class EventRecorder implements BatchObserver {
   readonly events: BatchEvent[] = []
   #seq = 0
   readonly #audience: EventsAudience
+  /** Whether the host sees lifecycle events; when not, they are not even built. */
+  readonly #lifecycle: boolean
   readonly #listener: ((event: BatchEvent) => void) | undefined
 
   constructor (audience: EventsAudience, listener?: (event: BatchEvent) => void) {
     this.#audience = audience
+    this.#lifecycle = isHostVisible('call.started', audience)
     this.#listener = listener
   }
 
@@ -38,24 +41,29 @@ export class EventRecorder implements BatchObserver {
   }
 
   epochStarted (epoch: number, size: number): void {
+    if (!this.#lifecycle) return
     this.emit({ type: 'epoch.started', epoch, size })
   }
 
   epochSettled (epoch: number, size: number, durationMs: number): void {
+    if (!this.#lifecycle) return
     this.emit({ type: 'epoch.settled', epoch, size, durationMs: round(durationMs) })
   }
 
   callStarted (call: { callId: string, tool: string, epoch: number | null }): void {
+    if (!this.#lifecycle) return
     this.emit({ type: 'call.started', callId: call.callId, tool: call.tool, ...(call.epoch === null ? {} : { epoch: call.epoch }) })
   }
 
   callSettled (call: { callId: string, tool: string, epoch: number | null, status: string, durationMs: number | null }): void {
+    if (!this.#lifecycle) return
     // Only calls that ran complete; the others never started.
     if (call.durationMs === null) return
     this.emit({ type: 'call.completed', callId: call.callId, tool: call.tool, ...(call.epoch === null ? {} : { epoch: call.epoch }), status: call.status, durationMs: round(call.durationMs) })
   }
 
   repeatDetected (call: { callId: string, tool: string }, action: 'advisory' | 'terminated', count: number): void {
+    if (!this.#lifecycle) return
     this.emit({ type: 'tool.repeat_detected', callId: call.callId, tool: call.tool, action, count })
   }
 
