@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { FastHistogram } from './histogram.js'
 import type { Store } from '../store/types.js'
 import type { BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './types.js'
 
@@ -14,11 +15,11 @@ export const UNKNOWN_TOOL_LABEL = '(unknown)'
 export class Metrics {
   readonly registry = new Registry()
   readonly batches: Counter<'outcome'>
-  readonly batchDuration: Histogram
+  readonly batchDuration: FastHistogram
   readonly calls: Counter<'tool' | 'status'>
-  readonly callDuration: Histogram<'tool'>
+  readonly callDuration: FastHistogram
   readonly epochs: Counter
-  readonly epochWidth: Histogram
+  readonly epochWidth: FastHistogram
   readonly repeatAdvisories: Counter<'tool'>
   readonly repeatTerminations: Counter<'tool'>
   readonly projectionFailures: Counter<'tool'>
@@ -52,7 +53,7 @@ export class Metrics {
         }
       }
     })
-    this.batchDuration = new Histogram({ name: 'toolgate_batch_duration_seconds', help: 'Wall time of a batch, from lease to answer.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers })
+    this.batchDuration = new FastHistogram({ name: 'toolgate_batch_duration_seconds', help: 'Wall time of a batch, from lease to answer.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers })
     this.calls = new Counter({
       name: 'toolgate_tool_calls_total',
       help: 'Tool calls answered, by tool and status.',
@@ -67,7 +68,7 @@ export class Metrics {
         }
       }
     })
-    this.callDuration = new Histogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time from dispatch to settlement of calls that ran.', labelNames: ['tool'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers })
+    this.callDuration = new FastHistogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time from dispatch to settlement of calls that ran.', labelName: 'tool', buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers })
     this.epochs = new Counter({
       name: 'toolgate_epochs_total',
       help: 'Epochs started.',
@@ -77,7 +78,7 @@ export class Metrics {
         this.#pendingEpochs = 0
       }
     })
-    this.epochWidth = new Histogram({ name: 'toolgate_epoch_width_calls', help: 'Calls per epoch.', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers })
+    this.epochWidth = new FastHistogram({ name: 'toolgate_epoch_width_calls', help: 'Calls per epoch.', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers })
     this.repeatAdvisories = new Counter({ name: 'toolgate_repeat_advisories_total', help: 'Exact-repeat advisories (the call still ran).', labelNames: ['tool'], registers })
     this.repeatTerminations = new Counter({ name: 'toolgate_repeat_terminations_total', help: 'Runs terminated by exact-repeat protection.', labelNames: ['tool'], registers })
     this.projectionFailures = new Counter({ name: 'toolgate_projection_failures_total', help: 'Action receipt projections that failed and closed their batch.', labelNames: ['tool'], registers })
@@ -160,7 +161,7 @@ class BatchMetrics implements BatchObserver {
     const m = this.#m
     const tool = labelOf(c)
     m.callSettled(tool, c.status, c.durationMs !== null)
-    if (c.durationMs !== null) m.callDuration.observe({ tool }, c.durationMs / 1000)
+    if (c.durationMs !== null) m.callDuration.observe(c.durationMs / 1000, tool)
     if (c.uncertain) m.uncertainWrites.inc({ tool })
     if (c.status === 'blocked') m.blockedCalls.inc({ tool })
   }
