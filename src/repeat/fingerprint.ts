@@ -27,7 +27,53 @@ export function canonicalJson (value: unknown): string {
   if (value === undefined) {
     throw new TypeError('Expected a JSON value, got undefined')
   }
+  // Arguments often are canonical already (one key, keys in order, arrays of
+  // scalars): then the engine's own JSON.stringify writes exactly RFC 8785.
+  if (stringifiesCanonically(value, 0)) return JSON.stringify(value)
   return write(value, [])
+}
+
+/** Deeper than this the check gives up (and the writer, which finds cycles, takes over). */
+const MAX_CHECKED_DEPTH = 64
+
+/**
+ * Whether JSON.stringify writes `value` as RFC 8785 does: only strings,
+ * booleans, null, finite numbers, arrays without holes and plain objects
+ * whose keys come in UTF-16 code-unit order, none of them undefined.
+ * Anything else, including what the writer must refuse, answers false and
+ * goes to the writer. Walks without allocating and stops at the first key
+ * out of order.
+ */
+function stringifiesCanonically (value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(value)
+    case 'object':
+      break
+    default:
+      return false
+  }
+  if (value === null) return true
+  if (depth >= MAX_CHECKED_DEPTH) return false
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!(i in value) || !stringifiesCanonically(value[i], depth + 1)) return false
+    }
+    return true
+  }
+  const proto: unknown = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return false
+  let previous: string | null = null
+  for (const key in value) {
+    if (previous !== null && previous > key) return false
+    previous = key
+    const member = (value as Record<string, unknown>)[key]
+    if (member === undefined || !stringifiesCanonically(member, depth + 1)) return false
+  }
+  return true
 }
 
 // Messages name the kind of value but never where it sits: key names are

@@ -226,3 +226,24 @@ t.test('agrees with the canonicalize package on any JSON value, and reads back a
   const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${(i * 7919) % 40}`, i]))
   t.equal(canonicalJson(many), serialize(many), 'more keys than the in-place sort takes')
 })
+
+/** `value` with the keys of every object inserted in code-unit order: what JSON.stringify can write as it stands. */
+function sortedCopy (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedCopy)
+  if (value === null || typeof value !== 'object') return value
+  // fromEntries makes own properties, "__proto__" included (an assignment would set the prototype).
+  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortedCopy((value as Record<string, unknown>)[key])]))
+}
+
+t.test('values already in canonical order (written by JSON.stringify) agree with the canonicalize package too', async t => {
+  fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary', maxDepth: 6 }), (value) => {
+    t.equal(canonicalJson(sortedCopy(value)), serialize(value))
+  }), { numRuns: 2000 })
+  // Integer-like keys are listed in numeric order by the engine, which is not code-unit order.
+  t.equal(canonicalJson({ 9: 'a', 10: 'b', x: 'c' }), '{"10":"b","9":"a","x":"c"}')
+  t.equal(canonicalJson({ a: [1, 'two', null, true, { b: -0, c: 1e21 }] }), '{"a":[1,"two",null,true,{"b":0,"c":1e+21}]}')
+  t.equal(canonicalJson(JSON.parse('{"__proto__":1,"a":2}')), '{"__proto__":1,"a":2}', 'an own __proto__ key is a key like any other')
+  let deep: unknown = { z: 1 }
+  for (let i = 0; i < 200; i++) deep = { a: [deep] }
+  t.equal(canonicalJson(deep), serialize(deep), 'deeper than the check looks: the writer takes it')
+})
