@@ -76,8 +76,13 @@ export interface RunRecord {
   options: RunOptions
   counters: { turns: number, toolCalls: number, totalTokens: number }
   repeat: RepeatState
-  /** batchId → hash of its calls, for idempotent resubmission. */
-  batches: Record<string, string>
+  /**
+   * batchId → hash of its calls, for idempotent resubmission. A Map: a run
+   * that lives long gathers thousands, and an object used as a dictionary
+   * cost a batch about twice as much to look up and grow. Stores that keep
+   * text write it as an object (runToJson).
+   */
+  batches: Map<string, string>
   inFlight: InFlight | null
   stats: RunStats | null
   createdAt: number

@@ -3,6 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
+import { runFromJson, runToJson } from '../runs/record.js'
 import { COUNT_RUNS, CREATE_RUN, PUT_BATCH, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
   type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
@@ -91,14 +92,14 @@ export class RedisStore implements Store {
     const now = this.#opts.now()
     const created = await this.#eval(CREATE_RUN,
       [this.#key('run', run.runId), ...this.#indexKeys()],
-      [run.runId, JSON.stringify(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
+      [run.runId, runToJson(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
     if (created === -1) throw new StoreFullError()
     return created === 1
   }
 
   async getRun (runId: string): Promise<RunRecord | undefined> {
     const json = await this.#call(() => this.#redis.hget(this.#key('run', runId), 'r'))
-    return json === null ? undefined : JSON.parse(json) as RunRecord
+    return json === null ? undefined : runFromJson(json)
   }
 
   updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
@@ -195,7 +196,7 @@ export class RedisStore implements Store {
       for (let attempt = 1; ; attempt++) {
         const [version, json] = await this.#call(() => this.#redis.hmget(this.#key('run', runId), 'v', 'r'))
         if (version == null || json == null) return { found: false }
-        const run = JSON.parse(json) as RunRecord
+        const run = runFromJson(json)
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
         const written = await this.#write(run, version, dropBatches)
@@ -213,7 +214,7 @@ export class RedisStore implements Store {
     const now = this.#opts.now()
     const answer = await this.#eval(UPDATE_RUN,
       [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
-      [version, JSON.stringify(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
+      [version, runToJson(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, dropBatches ? '1' : '0', this.#key('op', '')])
     return answer === 1 ? 'ok' : answer === 0 ? 'gone' : 'conflict'
   }

@@ -101,7 +101,7 @@ export function markEnded (run: RunRecord, at: number): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
   run.repeat = resetRepeats()
-  run.batches = {}
+  run.batches = new Map()
   run.lastActiveAt = at
   return run
 }
