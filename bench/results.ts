@@ -4,7 +4,8 @@ import type { BenchSettings } from './settings.js'
 export const PLACEMENT = 'Four processes on 127.0.0.1, none pinned: the load generator (undici pools, and the in-process ' +
   'preparation loop), the executor, the relay and toolgate. Only the service under test is loaded at any moment (the other ' +
   'idles), so each measurement is three busy processes on the cores the OS gives them; direct is two. For batches the load ' +
-  'generator sends one request per batch and stays light (loadgenCores); direct makes it do the per-call work instead.'
+  'generator sends one request per batch and stays light (loadgenCores); direct makes it do the per-call work instead. ' +
+  'The relay and toolgate run with the same Node flags (toolgate\'s: a 64 MiB young generation).'
 
 type PerTarget = { direct: number, relay: number, toolgate: number }
 

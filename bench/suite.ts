@@ -43,8 +43,9 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
     const startTimeoutMs = opts.smoke === true ? 120_000 : 30_000
     const executor = await startChild('executor', [], { startTimeoutMs })
     children.push(executor)
+    // The relay gets toolgate's Node flags too: the ratio is of the code, not of the tuning.
     const [relay, toolgate] = await Promise.all([
-      startChild('relay', [executor.url], { startTimeoutMs }),
+      startChild('relay', [executor.url], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] }),
       startChild('toolgate', [executor.url, opts.logLevel ?? 'info'], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
     ])
     children.push(relay, toolgate)
