@@ -13,6 +13,7 @@ import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
 import ts from 'typescript'
+import type { Comparison } from '../../bench/compare.js'
 import type { BenchResults } from '../../bench/results.js'
 
 const root = resolve(import.meta.dirname, '../..')
@@ -60,11 +61,17 @@ function figures (value: unknown, path = ''): Array<[string, unknown]> {
   return Object.entries(value).flatMap(([k, v]) => (path === '/meta' && k === 'settings' ? [] : figures(v, `${path}/${k}`)))
 }
 
-t.test('the smoke bench runs every measure against its reference and produces every figure', async (t) => {
+/** The bench's sources as plain JavaScript in a scratch tree, removed after the test. */
+async function scratchTree (t: { teardown: (fn: () => unknown) => void }): Promise<string> {
   await mkdir(join(root, 'node_modules', '.cache'), { recursive: true })
   const out = await mkdtemp(join(root, 'node_modules', '.cache', 'toolgate-bench-smoke-'))
   t.teardown(() => rm(out, { recursive: true, force: true }))
   await transpileTree(out)
+  return out
+}
+
+t.test('the smoke bench runs every measure against its reference and produces every figure', async (t) => {
+  const out = await scratchTree(t)
 
   const resultsFile = join(out, 'results.json')
   const run = await runNode([join(out, 'bench', 'run.js'), '--smoke', '--out', resultsFile], 100_000)
@@ -98,4 +105,18 @@ t.test('the smoke bench runs every measure against its reference and produces ev
     t.ok(run.stdout.includes(heading), `the printed table has ${heading}`)
   }
   t.notMatch(run.stdout, /n\/a/, 'no figure is missing from the printed table')
+})
+
+t.test('the build comparison runs two builds in paired rounds and gives a ratio per round', async (t) => {
+  const out = await scratchTree(t)
+  // The same build twice: what matters here is that it runs and reports, never the figure.
+  const run = await runNode([join(out, 'bench', 'compare.js'), out, out, '--batch', '2', '--conns', '2', '--rounds', '2', '--window-ms', '100', '--warmup-ms', '50', '--json'], 100_000)
+  t.equal(run.code, 0, `the comparison exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
+  const c = JSON.parse(run.stdout) as Comparison
+  t.equal(c.ratios.length, 2, 'a ratio per round')
+  for (const f of [c.a, c.b]) {
+    t.equal(f.callsPerSec.length, 2)
+    t.ok(f.callsPerSec.every((x) => x > 0) && f.cpuUsPerBatch.every((x) => x > 0), 'each build completed batches and used CPU in every round')
+  }
+  t.ok(c.ratios.every((r) => Number.isFinite(r) && r > 0) && Number.isFinite(c.median), 'every ratio is a positive number')
 })
