@@ -10,6 +10,8 @@ import { UNCERTAIN_MESSAGE, contentOf, errorContent } from './content.js'
 export interface DispatchContext {
   runId: string
   batchId: string
+  /** The batch's executorBodyPrefix. */
+  bodyPrefix: string
   client: ExecutorClient
   /** Extra headers of the executor request (trace context). */
   headers: Record<string, string> | undefined
@@ -31,7 +33,7 @@ export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operat
   return ctx.client.post({
     url: call.tool.executor.url,
     timeoutMs,
-    body: executorBody(ctx.runId, ctx.batchId, call, operationId, DEADLINES.at(Date.now() + timeoutMs)),
+    body: executorBody(ctx.bodyPrefix, call, operationId, DEADLINES.at(Date.now() + timeoutMs)),
     headers: { 'idempotency-key': operationId, ...ctx.headers }
   })
 }

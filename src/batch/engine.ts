@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { ExecutorClient } from '../dispatch/client.js'
+import { executorBodyPrefix } from '../dispatch/executor-body.js'
 import { ProblemError } from '../errors.js'
 import { EventRecorder, round } from '../events/recorder.js'
 import { IsoTime } from '../events/iso-time.js'
@@ -388,11 +389,12 @@ export class BatchEngine {
         : { value: { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details: { cause: 'internal_error' } }, uncertain: true, closeBatch: false }
     })
 
+    const bodyPrefix = executorBodyPrefix(req.runId, req.batchId)
     const dispatch = (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> => {
       const call = byIndex.get(c.index)!
       const callInfo = started[c.index] ?? info(c, epoch)
       const opId = operationId(req.runId, call.id, fingerprints[call.index]!)
-      const ctx: DispatchContext = { runId: req.runId, batchId: req.batchId, client: this.#deps.client, headers: observer.executorHeaders(callInfo) }
+      const ctx: DispatchContext = { runId: req.runId, batchId: req.batchId, bodyPrefix, client: this.#deps.client, headers: observer.executorHeaders(callInfo) }
       if (call.tool.action === null) return dispatchPlain(ctx, call, opId)
       return dispatchAction({ ...ctx, store: this.#deps.store, tenant: req.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }, call, opId, preparedAt)
     }
