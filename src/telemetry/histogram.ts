@@ -70,7 +70,8 @@ export class FastHistogram {
   /** Counts `value` in the series of `labelValue` (ignored when the histogram has no label). */
   observe (value: number, labelValue = ''): void {
     if (!Number.isFinite(value)) throw new TypeError(`Value is not a valid number: ${value}`)
-    const series = this.#series.get(labelValue) ?? this.#seriesOf(labelValue)
+    const key = this.#labelName === null ? '' : labelValue
+    const series = this.#series.get(key) ?? this.#seriesOf(key)
     const bounds = this.#bounds
     let i = 0
     while (i < bounds.length && value > bounds[i]!) i++
@@ -109,14 +110,15 @@ export class FastHistogram {
     this.#series.clear()
   }
 
-  #seriesOf (labelValue: string): Series {
+  /** A new series; `key` is its label value, '' when the histogram has no label. */
+  #seriesOf (key: string): Series {
     const series: Series = {
-      labels: this.#labelName === null ? {} : { [this.#labelName]: labelValue },
+      labels: this.#labelName === null ? {} : { [this.#labelName]: key },
       counts: new Array<number>(this.#bounds.length + 1).fill(0),
       sum: 0,
       count: 0
     }
-    this.#series.set(this.#labelName === null ? '' : labelValue, series)
+    this.#series.set(key, series)
     return series
   }
 }

@@ -57,6 +57,15 @@ t.test('reset empties it as prom-client does, the unlabelled series too, and obs
   }
 })
 
+t.test('an unlabelled histogram ignores a label value given to observe: one series', async (t) => {
+  const { fast, fastRegistry } = pair()
+  fast.observe(0.003, 'look')
+  fast.observe(0.004, 'poke')
+  fast.observe(0.2)
+  t.match(await fastRegistry.metrics(), /^x_seconds_count 3$/m)
+  t.notMatch(await fastRegistry.metrics(), /look|poke/)
+})
+
 t.test('refuses a value that is not a finite number, as prom-client does', async (t) => {
   const { fast } = pair('tool')
   t.throws(() => fast.observe(Number.NaN, 'look'), TypeError)
