@@ -162,7 +162,7 @@ export class BatchEngine {
     // Thrown, not returned: a throw leaves another tenant's run untouched (not even its idle timer).
     if (run.tenant !== req.tenant) throw notFound(req.runId)
     const now = Date.now()
-    const known = run.batches.get(req.batchId)
+    const known = run.batches?.get(req.batchId)
     const leased = run.inFlight !== null && run.inFlight.leaseExpiresAt > now
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
@@ -182,6 +182,7 @@ export class BatchEngine {
     }
     run.counters.turns++
     run.counters.totalTokens += tokens
+    run.batches ??= new Map()
     run.batches.set(req.batchId, requestHash)
     run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
     return { kind: 'started', run, turn: run.counters.turns }

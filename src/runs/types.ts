@@ -77,12 +77,13 @@ export interface RunRecord {
   counters: { turns: number, toolCalls: number, totalTokens: number }
   repeat: RepeatState
   /**
-   * batchId → hash of its calls, for idempotent resubmission. A Map: a run
+   * batchId → hash of its calls, for idempotent resubmission; null until
+   * the run's first batch (an idle run holds no empty Map). A Map: a run
    * that lives long gathers thousands, and an object used as a dictionary
    * cost a batch about twice as much to look up and grow. Stores that keep
    * text write it as an object (runToJson).
    */
-  batches: Map<string, string>
+  batches: Map<string, string> | null
   inFlight: InFlight | null
   stats: RunStats | null
   createdAt: number

@@ -101,7 +101,7 @@ export function markEnded (run: RunRecord, at: number): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
   run.repeat = resetRepeats()
-  run.batches = new Map()
+  run.batches = null
   run.lastActiveAt = at
   return run
 }

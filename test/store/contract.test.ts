@@ -98,17 +98,17 @@ async function contract (t: Test, h: Harness): Promise<void> {
     await store.createRun(makeRun('r1', now()))
     await store.updateRun('r1', (run) => {
       run.repeat = { fingerprint: 'abc', count: 3, advised: true }
-      run.batches.set('b1', 'hash1')
+      run.batches = new Map([['b1', 'hash1']])
     })
     await store.putBatch('r1', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() })
     await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
-    t.equal((await peer.getRun('r1'))?.batches.get('b1'), 'hash1', 'batch ids read back, from any replica')
+    t.equal((await peer.getRun('r1'))?.batches?.get('b1'), 'hash1', 'batch ids read back, from any replica')
 
     const ended = await peer.endRun('r1', now())
     t.equal(ended?.state, 'ended')
     t.equal(ended?.terminationReason, 'ended')
     t.same(ended?.repeat, { fingerprint: null, count: 0, advised: false })
-    t.equal(ended?.batches.size, 0)
+    t.equal(ended?.batches ?? null, null, 'no batch ids left')
     const read = await store.getRun('r1')
     t.equal(read?.state, 'ended', 'the small record stays, answering ended')
     t.equal(await store.getBatch('r1', 'b1'), undefined, 'batch records are freed')
