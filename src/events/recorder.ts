@@ -8,10 +8,6 @@ const EVENT_TIMES = new IsoTime()
 /** Tool lifecycle events stay internal under the stock audience policy. */
 const LIFECYCLE = new Set<BatchEvent['type']>(['epoch.started', 'epoch.settled', 'call.started', 'call.completed', 'tool.repeat_detected'])
 
-export function isHostVisible (type: BatchEvent['type'], audience: EventsAudience): boolean {
-  return audience === 'lifecycle' || !LIFECYCLE.has(type)
-}
-
 /**
  * Numbers events in the real order they happen and keeps those the run's
  * audience policy lets the host see; `listener` gets each as it happens
@@ -20,20 +16,18 @@ export function isHostVisible (type: BatchEvent['type'], audience: EventsAudienc
 export class EventRecorder implements BatchObserver {
   readonly events: BatchEvent[] = []
   #seq = 0
-  readonly #audience: EventsAudience
-  /** Whether the host sees lifecycle events; when not, they are not even built. */
+  /** Whether the host sees lifecycle events (audience `lifecycle`); when not, they are not even built. */
   readonly #lifecycle: boolean
   readonly #listener: ((event: BatchEvent) => void) | undefined
 
   constructor (audience: EventsAudience, listener?: (event: BatchEvent) => void) {
-    this.#audience = audience
-    this.#lifecycle = isHostVisible('call.started', audience)
+    this.#lifecycle = audience === 'lifecycle'
     this.#listener = listener
   }
 
   /** Numbers the host's events 1, 2, 3… in the order they happen; internal ones are not kept. */
   emit (event: Omit<BatchEvent, 'seq' | 'at'>): BatchEvent | undefined {
-    if (!isHostVisible(event.type, this.#audience)) return undefined
+    if (!this.#lifecycle && LIFECYCLE.has(event.type)) return undefined
     const full = { seq: ++this.#seq, at: EVENT_TIMES.at(Date.now()), ...event } as BatchEvent
     this.events.push(full)
     this.#listener?.(full)
