@@ -4,6 +4,7 @@ import { executorBodyPrefix } from '../dispatch/executor-body.js'
 import { ProblemError } from '../errors.js'
 import { EventRecorder, round } from '../events/recorder.js'
 import { IsoTime } from '../events/iso-time.js'
+import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
@@ -73,7 +74,7 @@ export interface BatchAnswer {
   /** The stored answer of a batch sent before. */
   replayed: boolean
   /** runId, batchId and, for a batch that ran, turn, calls, outcome and durationMs; never arguments. */
-  log: Record<string, string | number | boolean>
+  log: LineFields
 }
 
 /** A running batch's cancel switch. */

@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { jsonNumber, jsonString } from '../json-text.js'
+import { type LineFields, logFields } from '../logger.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** What the request's log line says of the batch it ran, set by the batch route. */
-    batchLog: Record<string, string | number | boolean> | null
+    batchLog: LineFields | null
   }
 }
 
@@ -23,9 +25,26 @@ export function registerAccessLog (app: FastifyInstance): void {
 }
 
 /** Writes a request's line; `extra` adds fields (a streamed batch says so). */
-export function logRequest (req: FastifyRequest, status: number, elapsedMs: number, extra?: Record<string, unknown>): void {
+export function logRequest (req: FastifyRequest, status: number, elapsedMs: number, extra?: LineFields): void {
   // Written by the root logger with the request id first, which reads exactly as a line of
   // the request's child logger would, without making that child (src/http/request-logger.ts).
-  const line = { reqId: req.id, method: req.method, route: req.routeOptions.url, status, ms: Math.round(elapsedMs * 100) / 100, ...req.batchLog, ...extra }
-  req.server.log.info(line, req.batchLog === null ? 'request' : 'batch completed')
+  // The fields are written as JSON text here, where their shape is known (src/logger.ts, logFields).
+  // Noted by the route's first hook; read back only for a request that never reached it (no route, shed).
+  const route = req.routeUrl ?? req.routeOptions.url
+  let fields = `,"reqId":${jsonString(req.id)},"method":${jsonString(req.method)}` +
+    (route === undefined ? '' : `,"route":${jsonString(route)}`) +
+    `,"status":${jsonNumber(status)},"ms":${jsonNumber(Math.round(elapsedMs * 100) / 100)}`
+  if (req.batchLog !== null) fields += fieldsJson(req.batchLog)
+  if (extra !== undefined) fields += fieldsJson(extra)
+  logFields(req.server.log, 'info', fields, req.batchLog === null ? 'request' : 'batch completed')
+}
+
+/** `,"key":value` for each field. */
+function fieldsJson (fields: LineFields): string {
+  let out = ''
+  for (const key in fields) {
+    const value = fields[key]!
+    out += `,${jsonString(key)}:${typeof value === 'string' ? jsonString(value) : typeof value === 'number' ? jsonNumber(value) : String(value)}`
+  }
+  return out
 }

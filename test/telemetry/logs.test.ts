@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
-import { REDACTED, createLogger, redactSensitive } from '../../src/logger.js'
+import { REDACTED, REDACTED_KEYS, createLogger, redactSensitive } from '../../src/logger.js'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
 
 interface Line { level: number, msg: string, [key: string]: unknown }
@@ -20,6 +20,8 @@ t.test("a batch's log lines are JSON lines bound to its runId and batchId", asyn
   t.type(done?.ms, 'number')
   t.type(done?.reqId, 'string')
   t.equal(all.filter((l) => l.reqId === done?.reqId).length, 1, "the batch's line is its request's only line")
+  // Written as JSON text past the censor (logFields): none of its keys may be one the censor removes.
+  t.same(Object.keys(done ?? {}).filter((k) => REDACTED_KEYS.has(k)), [], 'no key of the line is a censored one')
 
   await post(app, '/v1/runs/r1/batches', { batchId: 'b1', calls: [{ id: 'a', name: 'look', arguments: {} }] })
   const replay = lines(logs).filter((l) => l.msg === 'batch completed').at(-1)
