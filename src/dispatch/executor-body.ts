@@ -1,3 +1,4 @@
+import { jsonString } from '../json-text.js'
 import type { PreparedCall } from '../prepare/types.js'
 
 /**
@@ -5,7 +6,7 @@ import type { PreparedCall } from '../prepare/types.js'
  * batch, not once per call.
  */
 export function executorBodyPrefix (runId: string, batchId: string): string {
-  return `{"runId":${JSON.stringify(runId)},"batchId":${JSON.stringify(batchId)},"callId":`
+  return `{"runId":${jsonString(runId)},"batchId":${jsonString(batchId)},"callId":`
 }
 
 /**
@@ -17,5 +18,5 @@ export function executorBodyPrefix (runId: string, batchId: string): string {
  * stringifying the whole object per call was its constant part.
  */
 export function executorBody (prefix: string, call: PreparedCall, operationId: string, deadline: string): string {
-  return `${prefix}${JSON.stringify(call.id)},"tool":${JSON.stringify(call.tool.name)},"arguments":${JSON.stringify(call.arguments)},"operationId":"${operationId}","deadline":"${deadline}"}`
+  return `${prefix}${jsonString(call.id)},"tool":${jsonString(call.tool.name)},"arguments":${JSON.stringify(call.arguments)},"operationId":"${operationId}","deadline":"${deadline}"}`
 }
