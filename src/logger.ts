@@ -159,7 +159,8 @@ const MSG_PREFIX = (SYM as unknown as Record<string, symbol | undefined>).msgPre
  * JSON text already: `,"key":value` pairs, none of them a key the censor
  * removes (REDACTED_KEYS). pino's own path walks the object key by key,
  * looking each key up in its serializer and stringifier tables; for the one
- * line every request writes, that walk was a tenth of a 1-call batch's CPU.
+ * line every request writes, that walk was a tenth of a 1-call batch's
+ * instructions (counted; in wall time about 0.7 µs of a line's 2.5).
  *
  * The line is pino's own: its level prefix, time, bindings and line end,
  * written to its stream. A logger whose line this cannot reproduce exactly
