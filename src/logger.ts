@@ -1,6 +1,6 @@
 import { pino, type Logger } from 'pino'
 import { IsoTime } from './events/iso-time.js'
-import { jsonString } from './json-text.js'
+import { jsonNumber, jsonString } from './json-text.js'
 
 /**
  * Keys whose values never reach a log line, at any depth up to
@@ -139,6 +139,16 @@ export function createLogger (level: string, destination?: pino.DestinationStrea
 
 /** A flat log record, as a request's line carries what its batch did. */
 export type LineFields = Record<string, string | number | boolean>
+
+/** `,"key":value` for each field, as logFields takes them. */
+export function fieldsText (fields: LineFields): string {
+  let out = ''
+  for (const key in fields) {
+    const value = fields[key]!
+    out += `,${jsonString(key)}:${typeof value === 'string' ? jsonString(value) : typeof value === 'number' ? jsonNumber(value) : String(value)}`
+  }
+  return out
+}
 
 /** The levels logFields writes. */
 export type LineLevel = 'info' | 'warn' | 'error'

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { jsonNumber, jsonString } from '../json-text.js'
-import { type LineFields, logFields } from '../logger.js'
+import { type LineFields, fieldsText, logFields } from '../logger.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,17 +34,7 @@ export function logRequest (req: FastifyRequest, status: number, elapsedMs: numb
   let fields = `,"reqId":${jsonString(req.id)},"method":${jsonString(req.method)}` +
     (route === undefined ? '' : `,"route":${jsonString(route)}`) +
     `,"status":${jsonNumber(status)},"ms":${jsonNumber(Math.round(elapsedMs * 100) / 100)}`
-  if (req.batchLog !== null) fields += fieldsJson(req.batchLog)
-  if (extra !== undefined) fields += fieldsJson(extra)
+  if (req.batchLog !== null) fields += fieldsText(req.batchLog)
+  if (extra !== undefined) fields += fieldsText(extra)
   logFields(req.server.log, 'info', fields, req.batchLog === null ? 'request' : 'batch completed')
-}
-
-/** `,"key":value` for each field. */
-function fieldsJson (fields: LineFields): string {
-  let out = ''
-  for (const key in fields) {
-    const value = fields[key]!
-    out += `,${jsonString(key)}:${typeof value === 'string' ? jsonString(value) : typeof value === 'number' ? jsonNumber(value) : String(value)}`
-  }
-  return out
 }

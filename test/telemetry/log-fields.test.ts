@@ -1,7 +1,6 @@
 import { pino } from 'pino'
 import t from 'tap'
-import { jsonNumber, jsonString } from '../../src/json-text.js'
-import { type LineFields, createLogger, logFields } from '../../src/logger.js'
+import { type LineFields, createLogger, fieldsText, logFields } from '../../src/logger.js'
 
 /** A destination that keeps what it is given, line by line. */
 function capture (): { lines: string[], stream: pino.DestinationStream } {
@@ -11,13 +10,6 @@ function capture (): { lines: string[], stream: pino.DestinationStream } {
 
 /** The `time` field, which differs from one line to the next, made the same. */
 const untimed = (line: string): string => line.replace(/"time":"[^"]*"/, '"time":"T"')
-
-/** The fields as logRequest writes them: `,"key":value` pairs. */
-function asFields (fields: LineFields): string {
-  let out = ''
-  for (const [k, v] of Object.entries(fields)) out += `,${jsonString(k)}:${typeof v === 'string' ? jsonString(v) : typeof v === 'number' ? jsonNumber(v) : String(v)}`
-  return out
-}
 
 const SAMPLES: LineFields[] = [
   { reqId: 'req-1', method: 'POST', route: '/v1/runs/:runId/batches', status: 200, ms: 1.23 },
@@ -37,9 +29,9 @@ t.test("logFields writes, byte for byte, the line pino writes for the same field
     // The line must be logFields' own, not pino's path taken as a fallback.
     la.info = la.error = () => { t.fail("logFields went through pino's own method") }
     for (const fields of SAMPLES) {
-      logFields(la, 'info', asFields(fields), 'batch "completed"')
+      logFields(la, 'info', fieldsText(fields), 'batch "completed"')
       lb.info(fields, 'batch "completed"')
-      logFields(la, 'error', asFields(fields), 'request')
+      logFields(la, 'error', fieldsText(fields), 'request')
       lb.error(fields, 'request')
     }
     t.equal(ours.lines.length, SAMPLES.length * 2)
@@ -61,7 +53,7 @@ t.test('a logger logFields cannot reproduce gets the fields through its own meth
   // A mixin adds to every line; pino's own path has to write it.
   const out = capture()
   const log = pino({ mixin: () => ({ extra: 'mixed in' }) }, out.stream)
-  logFields(log, 'info', asFields(SAMPLES[0]!), 'request')
+  logFields(log, 'info', fieldsText(SAMPLES[0]!), 'request')
   t.match(JSON.parse(out.lines[0]!), { ...SAMPLES[0], extra: 'mixed in', msg: 'request', level: 30 })
   // A logger not made by createLogger has no censor: its own path, where it could have one.
   const plain = capture()
@@ -71,7 +63,7 @@ t.test('a logger logFields cannot reproduce gets the fields through its own meth
 
 t.test("a lone surrogate is escaped, so the line stays well-formed UTF-8 JSON", async (t) => {
   const out = capture()
-  logFields(createLogger('info', out.stream), 'info', asFields({ odd: 'a\ud800b' }), 'request')
+  logFields(createLogger('info', out.stream), 'info', fieldsText({ odd: 'a\ud800b' }), 'request')
   t.ok(out.lines[0]!.includes('"odd":"a\\ud800b"'))
   t.equal(JSON.parse(out.lines[0]!).odd, 'a\ud800b')
 })
