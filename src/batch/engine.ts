@@ -89,16 +89,22 @@ export class BatchEngine {
   readonly #deps: EngineDeps
   readonly #controls = new Map<string, Control>()
   readonly #unsubscribe: () => void
+  readonly #renewal: NodeJS.Timeout
 
   constructor (deps: EngineDeps) {
     this.#deps = deps
     // A cancel published on any replica (this one included) reaches the batch wherever it runs.
     this.#unsubscribe = deps.store.onCancel((runId, reason) => { this.cancel(runId, reason) })
+    // One timer for the process renews the lease of every batch running here,
+    // every third of the lease, rather than a timer made and cleared per batch.
+    this.#renewal = setInterval(() => { this.#renewLeases() }, Math.max(MIN_RENEWAL_MS, Math.floor(deps.leaseMs / 3)))
+    this.#renewal.unref()
   }
 
-  /** Stops hearing cancellations published through the store. */
+  /** Stops hearing cancellations published through the store, and renewing leases. */
   close (): void {
     this.#unsubscribe()
+    clearInterval(this.#renewal)
   }
 
   /** Batches running in this process. */
@@ -198,7 +204,7 @@ export class BatchEngine {
     const onClientGone = (): void => controller.abort('client_gone')
     req.signal?.addEventListener('abort', onClientGone, { once: true })
     if (req.signal?.aborted === true) controller.abort('client_gone')
-    const timers = this.#startTimers(req, run, controller)
+    const deadline = this.#startDeadline(run, controller)
 
     const recorder = new EventRecorder(options.events, req.onEvent)
     const observer = new ObserverList([recorder, telemetry.observeBatch({
@@ -287,39 +293,44 @@ export class BatchEngine {
       }).catch(() => {})
       throw err
     } finally {
-      for (const t of timers) clearTimeout(t)
+      if (deadline !== null) clearTimeout(deadline)
       req.signal?.removeEventListener('abort', onClientGone)
       this.#controls.delete(req.runId)
     }
   }
 
-  /** The run's timeoutMs, and the lease renewal of a long batch. */
-  #startTimers (req: BatchRequest, run: RunRecord, controller: StopSwitch): NodeJS.Timeout[] {
-    const timers: NodeJS.Timeout[] = []
+  /** The run's timeoutMs, when it can pass during this batch. */
+  #startDeadline (run: RunRecord, controller: StopSwitch): NodeJS.Timeout | null {
     const { timeoutMs } = run.options.limits
     const remaining = timeoutMs === null ? Infinity : run.createdAt + timeoutMs - Date.now()
     // Node fires a timer of more than 2^31-1 ms at once; a deadline that far off cannot pass during one batch anyway.
-    if (remaining <= MAX_TIMER_MS) {
-      const t = setTimeout(() => controller.abort('timeout'), Math.max(0, remaining))
-      t.unref()
-      timers.push(t)
-    }
-    const renew = setInterval(() => {
-      void this.#deps.store.updateRun(req.runId, (r) => {
-        const held = r.inFlight?.batchId === req.batchId && r.inFlight.owner === this.#deps.replicaId
-        if (held) r.inFlight!.leaseExpiresAt = Date.now() + this.#deps.leaseMs
-        return { state: r.state, held }
-      }).then((renewed) => {
-        // A cancel published while this replica could not hear it still shows in the run's state;
-        // a lease another batch took over means this one must not start anything more.
-        const state = renewed.found ? renewed.value.state : 'ended'
-        if (state === 'cancelled' || state === 'ended') controller.abort(state)
-        else if (renewed.found && !renewed.value.held) controller.abort('lease_lost')
-      }, () => { /* the next renewal retries */ })
-    }, Math.max(1000, Math.floor(this.#deps.leaseMs / 3)))
-    renew.unref()
-    timers.push(renew)
-    return timers
+    if (remaining > MAX_TIMER_MS) return null
+    const t = setTimeout(() => controller.abort('timeout'), Math.max(0, remaining))
+    t.unref()
+    return t
+  }
+
+  /** Renews the lease of every batch running in this process. */
+  #renewLeases (): void {
+    for (const [runId, control] of this.#controls) this.#renewLease(runId, control)
+  }
+
+  /**
+   * Pushes a running batch's lease on. A cancel published while this replica
+   * could not hear it still shows in the run's state; a lease another batch
+   * took over means this one must not start anything more.
+   */
+  #renewLease (runId: string, { controller, batchId }: Control): void {
+    const { store, replicaId, leaseMs } = this.#deps
+    store.updateRun(runId, (r) => {
+      const held = r.inFlight?.batchId === batchId && r.inFlight.owner === replicaId
+      if (held) r.inFlight!.leaseExpiresAt = Date.now() + leaseMs
+      return { state: r.state, held }
+    }).then((renewed) => {
+      const state = renewed.found ? renewed.value.state : 'ended'
+      if (state === 'cancelled' || state === 'ended') controller.abort(state)
+      else if (renewed.found && !renewed.value.held) controller.abort('lease_lost')
+    }, () => { /* the next renewal retries */ })
   }
 
   /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
@@ -465,6 +476,9 @@ const START_TIMES = new IsoTime()
 const PREPARED_TIMES = new IsoTime()
 /** Holds a result's place until its call settles; every call settles before the answer is built. */
 const PENDING = {} as CallResult
+
+/** Leases are renewed every third of their length, but never more often than this. */
+const MIN_RENEWAL_MS = 100
 
 /** The longest delay a Node timer honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1
