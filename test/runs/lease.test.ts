@@ -21,6 +21,19 @@ t.teardown(() => { slow.release() })
 
 const calls = [{ id: 'a', name: 'slow', arguments: {} }, { id: 'b', name: 'look', arguments: {} }]
 const sequential = { toolExecution: 'sequential' }
+type Answer = Awaited<ReturnType<typeof post>>
+
+/** A sequential run whose batch is in flight, its first call held at the executor until `release()`. */
+async function heldBatch (t: { teardown: (fn: () => void) => void }, runId: string): Promise<{ release: () => void, answer: Promise<Answer> }> {
+  const held = holdCalls(ex, 'slow')
+  t.teardown(() => { held.release() })
+  await post(app, '/v1/runs', { runId, ...sequential })
+  const answer = post(app, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls })
+  await held.started
+  return { release: held.release, answer }
+}
+
+const outcomes = (res: Answer): unknown[] => res.body.results.map((r: { status: string, details: { reason?: string } }) => [r.status, r.details.reason])
 
 t.test('a batch that runs longer than the lease keeps its run to the end', async (t) => {
   await post(app, '/v1/runs', { runId: 'long', ...sequential })
@@ -39,30 +52,21 @@ t.test('a batch that runs longer than the lease keeps its run to the end', async
 })
 
 t.test('a lease taken over by another batch stops this one starting anything more', async (t) => {
-  const held = holdCalls(ex, 'slow')
-  t.teardown(() => { held.release() })
-  await post(app, '/v1/runs', { runId: 'taken', ...sequential })
-  const pending = post(app, '/v1/runs/taken/batches', { batchId: 'b1', calls })
-  await held.started
+  const held = await heldBatch(t, 'taken')
   // What a replica that found the lease lapsed would have written.
   await app.services.store.updateRun('taken', (r) => {
     r.inFlight = { batchId: 'elsewhere', owner: 'another-replica', leaseExpiresAt: Date.now() + 60_000 }
   })
   await sleep(LEASE_MS)
   held.release()
-  const res = await pending
+  const res = await held.answer
   t.equal(res.status, 200)
-  t.strictSame(res.body.results.map((r: { status: string, details: { reason?: string } }) => [r.status, r.details.reason]),
-    [['ok', undefined], ['cancelled', 'lease_lost']], 'the running call settles, the next never starts')
+  t.strictSame(outcomes(res), [['ok', undefined], ['cancelled', 'lease_lost']], 'the running call settles, the next never starts')
   t.equal(ex.calls.filter((c) => c.runId === 'taken' && c.tool === 'look').length, 0, 'the executor never saw the second call')
 })
 
 t.test('a cancel that did not reach the replica is found in the run state at the next renewal', async (t) => {
-  const held = holdCalls(ex, 'slow')
-  t.teardown(() => { held.release() })
-  await post(app, '/v1/runs', { runId: 'missed', ...sequential })
-  const pending = post(app, '/v1/runs/missed/batches', { batchId: 'b1', calls })
-  await held.started
+  const held = await heldBatch(t, 'missed')
   // The state a cancel on another replica leaves, without the message that should have come with it.
   await app.services.store.updateRun('missed', (r) => {
     r.state = 'cancelled'
@@ -70,10 +74,9 @@ t.test('a cancel that did not reach the replica is found in the run state at the
   })
   await sleep(LEASE_MS)
   held.release()
-  const res = await pending
+  const res = await held.answer
   t.equal(res.status, 200)
-  t.strictSame(res.body.results.map((r: { status: string, details: { reason?: string } }) => [r.status, r.details.reason]),
-    [['ok', undefined], ['cancelled', 'cancelled']])
+  t.strictSame(outcomes(res), [['ok', undefined], ['cancelled', 'cancelled']])
   t.equal(res.body.continue, false)
   t.match(res.body.run, { state: 'cancelled' })
 })
