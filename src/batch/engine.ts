@@ -458,10 +458,8 @@ export class BatchEngine {
       run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
     }
     const responseJson = JSON.stringify(response)
-    await store.putBatch(req.runId, { batchId: req.batchId, requestHash, responseJson, completedAt: Date.now() })
-    await store.updateRun(req.runId, (r) => {
-      if (r.inFlight?.batchId === req.batchId) r.inFlight = null
-    })
+    // The answer is stored as the lease is released: a resend finds one or the other.
+    await store.completeBatch(req.runId, { batchId: req.batchId, requestHash, responseJson, completedAt: Date.now() })
     return {
       body: responseJson,
       replayed: false,

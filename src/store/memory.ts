@@ -62,6 +62,21 @@ export class MemoryStore implements Store {
   }
 
   async updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
+    return this.#update(runId, fn)
+  }
+
+  async completeBatch (runId: string, record: BatchRecord): Promise<void> {
+    const updated = this.#update(runId, (run) => {
+      if (run.inFlight?.batchId === record.batchId) run.inFlight = null
+    })
+    if (!updated.found) return
+    let batches = this.#batches.get(runId)
+    if (batches === undefined) this.#batches.set(runId, (batches = new Map()))
+    batches.set(record.batchId, record)
+  }
+
+  /** updateRun's work, synchronous, so completeBatch can add to it in the same step. */
+  #update<T> (runId: string, fn: (run: RunRecord) => T): UpdateResult<T> {
     this.#expire(runId)
     const run = this.#runs.get(runId)
     if (run === undefined) return { found: false }
@@ -81,13 +96,6 @@ export class MemoryStore implements Store {
 
   async getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined> {
     return this.#batches.get(runId)?.get(batchId)
-  }
-
-  async putBatch (runId: string, record: BatchRecord): Promise<void> {
-    if (!this.#runs.has(runId)) return
-    let batches = this.#batches.get(runId)
-    if (batches === undefined) this.#batches.set(runId, (batches = new Map()))
-    batches.set(record.batchId, record)
   }
 
   async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {

@@ -67,7 +67,8 @@ return 1
  * Compare-and-set of a run record on its version.
  * KEYS: run, batches, journal, idx:runs, idx:active, idx:ended, idx:leased.
  * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
- * receipt retention, receipt slack, '1' to drop the batch records, op key prefix.
+ * receipt retention, receipt slack, '1' to drop the batch records, op key prefix,
+ * and a batch record to store (its batchId and JSON; '' for none).
  * Answers 1 when written, 0 when the run is gone, -1 when another write came first.
  * The run's receipts are kept until `rx`, at least retention after the run's
  * expiry; when the run outlives that, every receipt's TTL is pushed on by the
@@ -81,6 +82,7 @@ local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
 redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'r', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
+if ARGV[12] ~= '' then redis.call('HSET', KEYS[2], ARGV[12], ARGV[13]) end
 if ARGV[10] == '1' then redis.call('DEL', KEYS[2]) else redis.call('PEXPIRE', KEYS[2], ttl) end
 index(4, ARGV[5], exp, ARGV[6], ARGV[7])
 local retention = tonumber(ARGV[8])
@@ -92,18 +94,6 @@ if rx < exp + retention then
   redis.call('PEXPIRE', KEYS[3], keep)
   redis.call('HSET', KEYS[1], 'rx', string.format('%d', rx))
 end
-return 1
-`)
-
-/**
- * KEYS: run, batches. ARGV: batchId, record JSON.
- * Stored only while the run exists, and kept exactly as long as the run.
- */
-export const PUT_BATCH = script('put-batch', `
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl == -2 then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
 `)
 

@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
 import { runFromJson, runToJson } from '../runs/record.js'
-import { COUNT_RUNS, CREATE_RUN, PUT_BATCH, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
+import { COUNT_RUNS, CREATE_RUN, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
   type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
   StoreUnavailableError, type UpdateResult, markEnded
@@ -116,8 +116,10 @@ export class RedisStore implements Store {
     return json === null ? undefined : JSON.parse(json) as BatchRecord
   }
 
-  async putBatch (runId: string, record: BatchRecord): Promise<void> {
-    await this.#eval(PUT_BATCH, [this.#key('run', runId), this.#key('batches', runId)], [record.batchId, JSON.stringify(record)])
+  async completeBatch (runId: string, record: BatchRecord): Promise<void> {
+    await this.#update(runId, (run) => {
+      if (run.inFlight?.batchId === record.batchId) run.inFlight = null
+    }, false, record)
   }
 
   async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {
@@ -191,7 +193,8 @@ export class RedisStore implements Store {
     }))
   }
 
-  #update<T> (runId: string, fn: (run: RunRecord) => T, dropBatches: boolean): Promise<UpdateResult<T>> {
+  /** Compare-and-set of the run on its version, retried; `record`, when given, is stored in the same write. */
+  #update<T> (runId: string, fn: (run: RunRecord) => T, dropBatches: boolean, record?: BatchRecord): Promise<UpdateResult<T>> {
     return this.#serial(runId, async () => {
       for (let attempt = 1; ; attempt++) {
         const [version, json] = await this.#call(() => this.#redis.hmget(this.#key('run', runId), 'v', 'r'))
@@ -199,7 +202,7 @@ export class RedisStore implements Store {
         const run = runFromJson(json)
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
-        const written = await this.#write(run, version, dropBatches)
+        const written = await this.#write(run, version, dropBatches, record)
         if (written === 'ok') return { found: true, value }
         if (written === 'gone') return { found: false }
         if (attempt >= this.#opts.maxUpdateAttempts) {
@@ -210,12 +213,13 @@ export class RedisStore implements Store {
     })
   }
 
-  async #write (run: RunRecord, version: string, dropBatches: boolean): Promise<Write> {
+  async #write (run: RunRecord, version: string, dropBatches: boolean, record: BatchRecord | undefined): Promise<Write> {
     const now = this.#opts.now()
     const answer = await this.#eval(UPDATE_RUN,
       [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
       [version, runToJson(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
-        this.#opts.receiptRetentionMs, this.#opts.runTtlMs, dropBatches ? '1' : '0', this.#key('op', '')])
+        this.#opts.receiptRetentionMs, this.#opts.runTtlMs, dropBatches ? '1' : '0', this.#key('op', ''),
+        record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record)])
     return answer === 1 ? 'ok' : answer === 0 ? 'gone' : 'conflict'
   }
 

@@ -46,7 +46,13 @@ export interface Store {
   endRun (runId: string, at: number): Promise<RunRecord | undefined>
 
   getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined>
-  putBatch (runId: string, record: BatchRecord): Promise<void>
+  /**
+   * Stores a finished batch's answer and, in the same atomic step, releases
+   * the run's lease if that batch holds it, so a resend finds the lease or the
+   * answer, never neither. Nothing happens when the run is gone. Marks the run
+   * used now.
+   */
+  completeBatch (runId: string, record: BatchRecord): Promise<void>
 
   /** Stores a receipt unless one with the same operationId exists; answers the stored one. */
   putReceipt (receipt: Receipt, tenant: string): Promise<Receipt>

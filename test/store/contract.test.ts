@@ -4,7 +4,7 @@
  * TOOLGATE_TEST_REDIS_URL (default redis://127.0.0.1:6379).
  */
 import t, { type Test } from 'tap'
-import { StoreFullError, type CancelReason } from '../../src/store/types.js'
+import { type BatchRecord, StoreFullError, type CancelReason } from '../../src/store/types.js'
 import { type Harness, makeReceipt, makeRun, memoryHarness, redisHarness, redisUnavailable } from './harness.js'
 
 const noRedis = await redisUnavailable()
@@ -100,7 +100,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
       run.repeat = { fingerprint: 'abc', count: 3, advised: true }
       run.batches = new Map([['b1', 'hash1']])
     })
-    await store.putBatch('r1', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() })
+    await store.completeBatch('r1', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() })
     await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
     t.equal((await peer.getRun('r1'))?.batches?.get('b1'), 'hash1', 'batch ids read back, from any replica')
 
@@ -120,12 +120,26 @@ async function contract (t: Test, h: Harness): Promise<void> {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
     const record = { batchId: 'b1', requestHash: 'h', responseJson: JSON.stringify({ runId: 'r1', results: [{ callId: 'c1', status: 'ok' }] }), completedAt: now() }
-    await store.putBatch('r1', record)
+    await store.completeBatch('r1', record)
     await store.updateRun('r1', (run) => { run.counters.turns++ })
     t.same(await peer.getBatch('r1', 'b1'), record)
     t.equal(await peer.getBatch('r1', 'b2'), undefined)
-    await store.putBatch('ghost', { ...record, batchId: 'b9' })
+    await store.completeBatch('ghost', { ...record, batchId: 'b9' })
     t.equal(await peer.getBatch('ghost', 'b9'), undefined, 'no record for a run that does not exist')
+    t.equal(await peer.getRun('ghost'), undefined, 'nor a run')
+  })
+
+  t.test('completeBatch stores the answer and releases the lease of that batch, and of no other', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b2', owner: 'replica-a', leaseExpiresAt: now() + 60_000 } })
+    const [b1, b2] = ['b1', 'b2'].map((batchId): BatchRecord => ({ batchId, requestHash: 'h', responseJson: `{"batchId":"${batchId}"}`, completedAt: now() }))
+    await store.completeBatch('r1', b1!)
+    t.equal((await peer.getRun('r1'))?.inFlight?.batchId, 'b2', 'an earlier batch\'s answer leaves the running batch\'s lease alone')
+    t.same(await peer.getBatch('r1', 'b1'), b1)
+    await peer.completeBatch('r1', b2!)
+    t.equal((await store.getRun('r1'))?.inFlight, null, 'the lease is released')
+    t.same(await store.getBatch('r1', 'b2'), b2, 'as the answer is stored')
   })
 
   t.test('receipts: the first writer wins, the tenant is kept, and each run lists its own in order', async (t) => {

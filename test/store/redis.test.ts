@@ -74,10 +74,14 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
   t.ok(leasedTtl > 9 * runTtlMs, `a leased run lives at least until its lease expires (${leasedTtl} ms)`)
   t.ok(await raw.pttl(`${prefix}op:op_1`) >= leasedTtl + receiptRetentionMs, 'its receipts are pushed on with it')
 
-  await store.putBatch('r1', { batchId: 'b1', requestHash: 'h', responseJson: '{}', completedAt: Date.now() })
+  await store.completeBatch('r1', { batchId: 'b1', requestHash: 'h', responseJson: '{}', completedAt: Date.now() })
   const batchTtl = await raw.pttl(`${prefix}batches:r1`)
   t.ok(Math.abs(batchTtl - await raw.pttl(`${prefix}run:r1`)) < 5000, 'batch records live exactly as long as their run')
 
+  t.equal(await raw.zscore(`${prefix}idx:leased`, 'r1'), null, 'completing the leased batch takes the run out of the lease index')
+  const runTtlAfter = await raw.pttl(`${prefix}run:r1`)
+  t.ok(runTtlAfter <= runTtlMs, `and the run is back to the idle TTL (${runTtlAfter} ms)`)
+
   const keys = (await raw.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort()
-  t.same(keys, ['batches:r1', 'idx:active', 'idx:leased', 'idx:runs', 'journal:r1', 'op:op_1', 'run:r1'], 'every key is under the prefix')
+  t.same(keys, ['batches:r1', 'idx:active', 'idx:runs', 'journal:r1', 'op:op_1', 'run:r1'], 'every key is under the prefix')
 })
