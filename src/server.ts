@@ -54,6 +54,7 @@ async function main (): Promise<void> {
     process.stderr.write(`Cannot start: ${err instanceof KeysFileError ? err.message : (err as Error).message}\n`)
     process.exit(2)
   }
+  for (const warning of keys.warnings) logger.warn({ problem: warning }, 'weak API key')
   if (keys.open) logger.warn('No TOOLGATE_API_KEYS_FILE: the service runs OPEN, as one tenant with every role. Do not expose it.')
 
   const app = await buildApp(config, { logger, keys })

@@ -17,13 +17,16 @@ export interface Principal {
 }
 
 const KeyEntry = Type.Object({
-  key: Type.Optional(Type.String({ minLength: 16, maxLength: 4096, pattern: '^\\S+$' })),
+  key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, pattern: '^\\S+$' })),
   sha256: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$' })),
   tenant: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' }),
   roles: Type.Array(Type.Union(ROLES.map((r) => Type.Literal(r))), { minItems: 1 }),
   scopes: Type.Optional(Type.Array(Type.String({ minLength: 1 })))
 }, { additionalProperties: false })
 const checkEntry = TypeCompiler.Compile(KeyEntry)
+
+/** Plain keys shorter than this load, with a warning at start: they are easy to guess. */
+export const SHORT_KEY_CHARS = 16
 
 /** A keys file that cannot be used; `problems` names every thing wrong, each with its place. */
 export class KeysFileError extends Error {
@@ -66,6 +69,8 @@ const OPEN: Principal = Object.freeze({
  */
 export class KeyRing {
   readonly #byDigest = new Map<string, Principal>()
+  /** What is usable but unwise in the keys file, each at its place; never a key. */
+  readonly warnings: string[] = []
 
   /** No keys: the service runs open, as one tenant with every role. */
   get open (): boolean {
@@ -89,6 +94,9 @@ export class KeyRing {
       if (found.length > 0 || !checkEntry.Check(entry)) {
         problems.push(...found)
         continue
+      }
+      if (entry.key !== undefined && entry.key.length < SHORT_KEY_CHARS) {
+        ring.warnings.push(`/keys/${i}/key: ${entry.key.length} characters is easy to guess; use at least ${SHORT_KEY_CHARS} random characters (32 or more is better)`)
       }
       const hex = entry.sha256?.toLowerCase() ?? sha256Hex(entry.key!)
       const first = firstSeen.get(hex)

@@ -144,7 +144,7 @@ t.test('the real process', async (t) => {
     const keysFile = join(build.dir, 'keys-bad.json')
     await writeFile(keysFile, JSON.stringify({
       keys: [
-        { key: 'short', tenant: 'acme', roles: ['orchestrator'] },
+        { key: 'has a blank', tenant: 'acme', roles: ['orchestrator'] },
         { sha256: sha256Hex('a-long-enough-key-0123456'), tenant: 'acme', roles: ['superuser'] },
         { tenant: 'x', roles: ['admin'] }
       ]
@@ -163,5 +163,22 @@ t.test('the real process', async (t) => {
     t.match(stderr, /\/keys\/0\/key:/)
     t.match(stderr, /\/keys\/1\/roles\/0: must be one of orchestrator, admin, operator/)
     t.match(stderr, /\/keys\/2: give exactly one of "key" or "sha256"/)
+  })
+
+  t.test('a short plain key starts the service with a warning that names its place, and works', async (t) => {
+    const keysFile = join(build.dir, 'keys-short.json')
+    await writeFile(keysFile, JSON.stringify({ keys: [{ key: 'sesame', tenant: 'acme', roles: ['orchestrator'] }] }))
+    const toolsFile = join(build.dir, 'tools-none.json')
+    await writeFile(toolsFile, JSON.stringify({ tools: [] }))
+    const server = await startServer(t, build, { TOOLGATE_API_KEYS_FILE: keysFile, TOOLGATE_TOOLS_FILE: toolsFile })
+    const warning = server.logs.find((l) => l.msg === 'weak API key')
+    t.equal(warning?.level, 40, 'a warning at start')
+    t.match(String(warning?.problem), /^\/keys\/0\/key: 6 characters is easy to guess/)
+    t.notOk(server.logs.some((l) => JSON.stringify(l).includes('sesame')), 'no line holds the key')
+    const res = await request(`${server.url}/v1/runs`, { method: 'POST', headers: { authorization: 'Bearer sesame', 'content-type': 'application/json' }, body: '{}' })
+    t.equal(res.statusCode, 201, 'the key is accepted')
+    await res.body.dump()
+    server.child.kill('SIGTERM')
+    await server.exited
   })
 })
