@@ -58,7 +58,13 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     maxArgumentBytes: config.maxArgumentBytes,
     onStats: (stats) => telemetry.summary.add(stats)
   })
-  const runs = new RunService({ store, engine, runTtlMs, maxConcurrentTools: config.maxConcurrentTools })
+  const runs = new RunService({
+    store,
+    engine,
+    runTtlMs,
+    maxConcurrentTools: config.maxConcurrentTools,
+    onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout')
+  })
   const services: Services = {
     config,
     tools,

@@ -27,6 +27,7 @@ import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from
 import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
 import type { BatchEvent, BatchResponse, CallResult, PolicyMessage } from './types.js'
 import { addStats, emptyStats } from '../runs/stats.js'
+import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
 
 export interface EngineDeps {
   store: Store
@@ -66,7 +67,8 @@ type Begin =
   | { kind: 'reused' }
   | { kind: 'busy' }
   | { kind: 'not_found' }
-  | { kind: 'not_active', reason: TerminationReason | null }
+  /** `terminatedNow`: this batch's arrival terminated the run (a limit it would pass). */
+  | { kind: 'not_active', reason: TerminationReason | null, terminatedNow: boolean }
 
 /** What `execute` answers: the response as JSON text, and what the request's log line says of the batch. */
 export interface BatchAnswer {
@@ -131,7 +133,9 @@ export class BatchEngine {
       case 'not_found': throw new ProblemError('run_not_found', `No run ${req.runId}`)
       case 'busy': throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
       case 'reused': throw new ProblemError('batch_id_reused', `Batch ${req.batchId} was sent before with other calls.`)
-      case 'not_active': throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
+      case 'not_active':
+        if (begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId)
+        throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
         if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
@@ -153,7 +157,7 @@ export class BatchEngine {
       if (run.tenant !== req.tenant) throw notFound(req.runId)
       const now = Date.now()
       if (run.inFlight !== null && run.inFlight.leaseExpiresAt > now) return { kind: 'busy' }
-      if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason }
+      if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
       run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
       return { kind: 'started', run, turn: run.counters.turns }
     })
@@ -175,17 +179,17 @@ export class BatchEngine {
       if (known !== requestHash) return { kind: 'reused' }
       return leased && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay' }
     }
-    if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason }
+    if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
     if (leased) return { kind: 'busy' }
     const { limits } = run.options
     let stop: TerminationReason | null = null
-    if (limits.timeoutMs !== null && now >= run.createdAt + limits.timeoutMs) stop = 'timeout'
+    if (deadlinePassed(run, now)) stop = 'timeout'
     else if (limits.maxTurns !== null && run.counters.turns + 1 > limits.maxTurns) stop = 'max_turns'
     else if (limits.maxTotalTokens !== null && run.counters.totalTokens + tokens > limits.maxTotalTokens) stop = 'max_total_tokens'
     if (stop !== null) {
       run.state = 'terminated'
       run.terminationReason = stop
-      return { kind: 'not_active', reason: stop }
+      return { kind: 'not_active', reason: stop, terminatedNow: true }
     }
     run.counters.turns++
     run.counters.totalTokens += tokens
@@ -204,8 +208,6 @@ export class BatchEngine {
     const onClientGone = (): void => controller.abort('client_gone')
     req.signal?.addEventListener('abort', onClientGone, { once: true })
     if (req.signal?.aborted === true) controller.abort('client_gone')
-    const deadline = this.#startDeadline(run, controller)
-
     const recorder = new EventRecorder(options.events, req.onEvent)
     const observer = new ObserverList([recorder, telemetry.observeBatch({
       runId: req.runId,
@@ -218,6 +220,7 @@ export class BatchEngine {
       ...(req.tracestate === undefined ? {} : { tracestate: req.tracestate })
     })])
     recorder.emit({ type: 'batch.started', size: req.calls.length })
+    const deadline = this.#startDeadline(req.runId, run, controller, observer)
 
     try {
       const preparedAt = PREPARED_TIMES.at(Date.now())
@@ -299,13 +302,24 @@ export class BatchEngine {
     }
   }
 
-  /** The run's timeoutMs, when it can pass during this batch. */
-  #startDeadline (run: RunRecord, controller: StopSwitch): NodeJS.Timeout | null {
+  /**
+   * The run's timeoutMs, when it can pass during this batch: nothing more
+   * starts, and the run is terminated then and there, not once the calls
+   * still running have settled, so it reads `timeout` meanwhile and a cancel
+   * that comes after the deadline finds it so.
+   */
+  #startDeadline (runId: string, run: RunRecord, controller: StopSwitch, observer: ObserverList): NodeJS.Timeout | null {
     const { timeoutMs } = run.options.limits
     const remaining = timeoutMs === null ? Infinity : run.createdAt + timeoutMs - Date.now()
     // Node fires a timer of more than 2^31-1 ms at once; a deadline that far off cannot pass during one batch anyway.
     if (remaining > MAX_TIMER_MS) return null
-    const t = setTimeout(() => controller.abort('timeout'), Math.max(0, remaining))
+    const t = setTimeout(() => {
+      controller.abort('timeout')
+      // Serialized with the batch's own updates: #finish sees the run terminated already and reports nothing twice.
+      this.#deps.store.updateRun(runId, (r) => applyDeadline(r, Date.now())).then((u) => {
+        if (u.found && u.value) observer.runTerminated('timeout')
+      }, () => { /* #finish terminates it when the batch settles */ })
+    }, Math.max(0, remaining))
     t.unref()
     return t
   }

@@ -7,6 +7,7 @@ import type { Store } from '../store/types.js'
 import { resolveRunOptions } from './options.js'
 import { newRunRecord } from './record.js'
 import { resetRepeats } from '../repeat/tracker.js'
+import { applyDeadline, deadlinePassed } from './deadline.js'
 import type { RunRecord } from './types.js'
 import { type RunView, runView } from './view.js'
 
@@ -15,6 +16,8 @@ export interface RunServiceOptions {
   engine: BatchEngine
   runTtlMs: number
   maxConcurrentTools: number
+  /** A run this service found past its timeoutMs and terminated: counted and logged. */
+  onTimedOut?: (runId: string) => void
 }
 
 /** Run life cycle behind the routes: create, read, end, cancel, messages. */
@@ -42,11 +45,18 @@ export class RunService {
     return this.view(run)
   }
 
-  /** The run if the tenant owns it; another tenant's run does not exist for them. */
+  /**
+   * The run if the tenant owns it; another tenant's run does not exist for
+   * them. A run past its timeoutMs reads as terminated by it, and is stored so.
+   */
   async get (tenant: string, runId: string): Promise<RunRecord> {
     const run = await this.#o.store.getRun(runId)
-    if (run === undefined || run.tenant !== tenant) throw new ProblemError('run_not_found', `No run ${runId}`)
-    return run
+    if (run === undefined || run.tenant !== tenant) throw notFound(runId)
+    if (run.state !== 'active' || !deadlinePassed(run, Date.now())) return run
+    const result = await this.#o.store.updateRun(runId, (r) => ({ run: r, timedOut: applyDeadline(r, Date.now()) }))
+    if (!result.found) throw notFound(runId)
+    if (result.value.timedOut) this.#o.onTimedOut?.(runId)
+    return result.value.run
   }
 
   async end (tenant: string, runId: string): Promise<RunView> {
@@ -62,27 +72,31 @@ export class RunService {
     const result = await this.#o.store.updateRun(runId, (run) => {
       // Thrown, not returned: a throw leaves another tenant's run untouched.
       if (run.tenant !== tenant) throw notFound(runId)
+      const timedOut = applyDeadline(run, Date.now())
       if (run.state === 'active') {
         run.state = 'cancelled'
         run.terminationReason = 'cancelled'
       }
-      return run
+      return { run, timedOut }
     })
     if (!result.found) throw notFound(runId)
+    if (result.value.timedOut) this.#o.onTimedOut?.(runId)
     // The state is stored: a replica that misses this message sees it at its batch's next lease renewal.
     await this.#o.store.publishCancel(runId, 'cancelled').catch(() => {})
-    return this.view(result.value)
+    return this.view(result.value.run)
   }
 
   /** A genuine user message reached the model: the exact-repeat streak starts over. */
   async message (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#o.store.updateRun(runId, (run) => {
       if (run.tenant !== tenant) throw notFound(runId)
-      if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason }
+      const timedOut = applyDeadline(run, Date.now())
+      if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut }
       run.repeat = resetRepeats()
-      return { kind: 'ok' as const, run }
+      return { kind: 'ok' as const, run, timedOut }
     })
     if (!result.found) throw notFound(runId)
+    if (result.value.timedOut) this.#o.onTimedOut?.(runId)
     if (result.value.kind === 'not_active') {
       throw new ProblemError('run_not_active', `The run is not active (${result.value.reason ?? 'unknown'}).`, { terminationReason: result.value.reason })
     }

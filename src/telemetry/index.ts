@@ -9,6 +9,7 @@ import { type BatchInfo, type BatchObserver, type CallInfo, type CallSettledInfo
 export interface TelemetryHandle extends Telemetry {
   readonly metrics: Metrics
   readonly summary: SummaryAggregator
+  runTerminated (runId: string, reason: string, batchId?: string): void
 }
 
 export interface TelemetryOptions {
@@ -36,6 +37,11 @@ export function createTelemetry (opts: TelemetryOptions): TelemetryHandle {
       const observers = [metrics.observer(), new BatchLog(logger, info), tracingObserver(info)]
       if (opts.extra !== undefined) observers.push(opts.extra.observeBatch(info))
       return new ObserverList(observers, onFailure)
+    },
+    runTerminated (runId: string, reason: string, batchId?: string): void {
+      metrics.runTerminations.inc({ reason })
+      logger.info(batchId === undefined ? { runId, reason } : { runId, batchId, reason }, 'run terminated')
+      opts.extra?.runTerminated?.(runId, reason, batchId)
     }
   }
 }

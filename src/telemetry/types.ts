@@ -56,6 +56,12 @@ export type BatchOutcome = 'completed' | 'terminated' | 'cancelled' | 'closed' |
 /** Makes the observers of one batch. */
 export interface Telemetry {
   observeBatch (info: BatchInfo): BatchObserver
+  /**
+   * A run terminated where no batch observes it: a batch refused because it
+   * would pass a limit, or a run found past its timeoutMs when read. Counted
+   * and logged as a batch's own `runTerminated` is.
+   */
+  runTerminated? (runId: string, reason: string, batchId?: string): void
 }
 
 /**

@@ -91,6 +91,31 @@ t.test('the run timeoutMs passing mid-batch cancels what has not started and ter
   t.match((await get(app, '/v1/runs/t1')).body, { state: 'terminated', terminationReason: 'timeout' })
 })
 
+t.test('the run reads timeout as soon as its deadline passes mid-batch, and a cancel after it leaves the timeout as it is', async (t) => {
+  await post(app, '/v1/runs', { runId: 'warm2' })
+  await post(app, '/v1/runs/warm2/batches', { calls: [call('x', 'look')] })
+
+  const timeoutMs = 600
+  const created = await post(app, '/v1/runs', { runId: 't2', limits: { timeoutMs }, events: 'lifecycle' })
+  const deadline = Date.parse(created.body.createdAt) + timeoutMs
+  const gate = hold('t2', 'w1')
+  const pending = post(app, '/v1/runs/t2/batches', { calls: [call('w1', 'poke'), call('r2', 'look')] })
+  await waitFor(() => seen('t2').length === 1, 'the write to be running')
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 100))
+  t.match((await get(app, '/v1/runs/t2')).body, { state: 'terminated', terminationReason: 'timeout' }, 'terminated while its write still runs')
+  const cancelled = await post(app, '/v1/runs/t2/cancel', {})
+  t.match(cancelled.body, { state: 'terminated', terminationReason: 'timeout' }, 'a cancel after the deadline does not turn it into cancelled')
+  gate.open()
+  const res = await pending
+  t.strictSame(outcome(res.body), [['w1', 'ok', 0, undefined], ['r2', 'cancelled', 1, 'timeout']])
+  t.strictSame(res.body.run, { state: 'terminated', terminationReason: 'timeout' })
+  const body: BatchResponse = res.body
+  const terminated = body.events.filter((e) => e.type === 'run.terminated')
+  t.equal(terminated.length, 1, 'one run.terminated event')
+  const w1Done = body.events.find((e) => e.type === 'call.completed' && e.callId === 'w1')
+  t.ok(w1Done !== undefined && terminated[0]!.seq < w1Done.seq, 'emitted at the deadline, before the running write settled')
+})
+
 t.test('cancel of a run with no batch in flight just sets it cancelled', async (t) => {
   await post(app, '/v1/runs', { runId: 'idle' })
   const res = await post(app, '/v1/runs/idle/cancel', {})

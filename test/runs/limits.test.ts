@@ -5,7 +5,7 @@ type Result = { status: string, details: { reason?: string } }
 
 async function setup (t: Test, limits: Record<string, unknown>) {
   const ex = await startExecutor(t)
-  const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poll', ex.url, { readOnly: true, trackExactRepeats: false })] })
+  const { app, logs } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poll', ex.url, { readOnly: true, trackExactRepeats: false })] })
   const run = await post(app, '/v1/runs', { limits })
   const runId: string = run.body.runId
   let n = 0
@@ -14,7 +14,14 @@ async function setup (t: Test, limits: Record<string, unknown>) {
     ...(usage === undefined ? {} : { usage })
   })
   const state = async () => (await app.inject({ url: `/v1/runs/${runId}` })).json()
-  return { ex, app, runId, batch, state }
+  /** How often the run's termination was counted (by reason) and logged. */
+  const reported = async (reason: string) => {
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    const counted = new RegExp(`^toolgate_run_terminations_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(metrics)
+    const lines = logs.join('').split('\n').filter((l) => l.includes('"run terminated"') && l.includes(`"runId":"${runId}"`) && l.includes(`"reason":"${reason}"`))
+    return { counted: counted === null ? 0 : Number(counted[1]), logged: lines.length }
+  }
+  return { ex, app, runId, batch, state, reported }
 }
 
 t.test('maxTurns: the batch at the limit runs, the next is refused and terminates the run', async (t) => {
@@ -77,4 +84,48 @@ t.test('counters add up across batches', async (t) => {
   await batch(3, { inputTokens: 1 })
   const run = await state()
   t.same(run.counters, { turns: 2, toolCalls: 5, totalTokens: 16 })
+})
+
+t.test('a batch refused because it would pass a limit terminates the run once, counted and logged like any termination', async (t) => {
+  for (const [limits, usage, reason] of [
+    [{ maxTurns: 1 }, undefined, 'max_turns'],
+    [{ maxTotalTokens: 5 }, { inputTokens: 10 }, 'max_total_tokens']
+  ] as const) {
+    const { batch, reported } = await setup(t, limits)
+    if (reason === 'max_turns') t.equal((await batch(1)).status, 200)
+    t.equal((await batch(1, usage)).status, 409, reason)
+    t.same(await reported(reason), { counted: 1, logged: 1 }, `${reason}: counted once and logged once`)
+    t.equal((await batch(1, usage)).status, 409, `${reason}: another batch is refused`)
+    t.same(await reported(reason), { counted: 1, logged: 1 }, `${reason}: and reported no second time`)
+  }
+})
+
+t.test('timeoutMs: an idle run past its deadline reads terminated by timeout, and a message or a cancel after it finds it so', async (t) => {
+  const { app, runId, state, reported, ex } = await setup(t, { timeoutMs: 200 })
+  t.equal((await state()).state, 'active', 'active before the deadline')
+  await sleep(300)
+  const run = await state()
+  t.equal(run.state, 'terminated', 'read after the deadline, with no batch sent')
+  t.equal(run.terminationReason, 'timeout')
+  const summary = (await app.inject({ url: `/v1/runs/${runId}/summary` })).json()
+  t.equal(summary.state, 'terminated', 'the summary agrees')
+  const message = await post(app, `/v1/runs/${runId}/messages`, { kind: 'steering' })
+  t.equal(message.status, 409)
+  t.match(message.body, { code: 'run_not_active', terminationReason: 'timeout' })
+  const cancel = await post(app, `/v1/runs/${runId}/cancel`, {})
+  t.equal(cancel.status, 200)
+  t.match(cancel.body, { state: 'terminated', terminationReason: 'timeout' }, 'a cancel after the deadline leaves the timeout as it is')
+  t.same(await reported('timeout'), { counted: 1, logged: 1 }, 'the termination is counted and logged once')
+  t.equal(ex.calls.length, 0)
+})
+
+t.test('timeoutMs: a cancel or a message that is the first to touch a run past its deadline finds it timed out', async (t) => {
+  for (const route of ['cancel', 'messages'] as const) {
+    const { app, runId, reported } = await setup(t, { timeoutMs: 100 })
+    await sleep(200)
+    const res = await post(app, `/v1/runs/${runId}/${route}`, route === 'cancel' ? {} : { kind: 'follow_up' })
+    if (route === 'cancel') t.match(res.body, { state: 'terminated', terminationReason: 'timeout' }, 'cancel answers the run as the timeout left it')
+    else t.match(res.body, { code: 'run_not_active', terminationReason: 'timeout' }, 'a message is refused: the run timed out')
+    t.same(await reported('timeout'), { counted: 1, logged: 1 }, `${route}: reported once`)
+  }
 })

@@ -1,0 +1,20 @@
+import type { RunRecord } from './types.js'
+
+/** Whether the run has a `timeoutMs` and it has passed at `now` (epoch ms): the limit counts from the run's creation. */
+export function deadlinePassed (run: RunRecord, now: number): boolean {
+  const { timeoutMs } = run.options.limits
+  return timeoutMs !== null && now >= run.createdAt + timeoutMs
+}
+
+/**
+ * Terminates an active run whose `timeoutMs` has passed, inside the caller's
+ * atomic update, and answers whether it did. Whatever touches a run applies
+ * it first, so a run does not read `active` past its deadline, and a
+ * cancel or a message that comes after the deadline finds it `timeout`.
+ */
+export function applyDeadline (run: RunRecord, now: number): boolean {
+  if (run.state !== 'active' || !deadlinePassed(run, now)) return false
+  run.state = 'terminated'
+  run.terminationReason = 'timeout'
+  return true
+}
