@@ -3,7 +3,6 @@ import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { runFromJson, runToJson } from '../runs/record.js'
 import { COUNT_RUNS, CREATE_RUN, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
   type BatchIdEntry, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
@@ -103,14 +102,14 @@ export class RedisStore implements Store {
     const now = this.#opts.now()
     const created = await this.#eval(CREATE_RUN,
       [this.#key('run', run.runId), ...this.#indexKeys()],
-      [run.runId, runToJson(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
+      [run.runId, JSON.stringify(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
     if (created === -1) throw new StoreFullError()
     return created === 1
   }
 
   async getRun (runId: string): Promise<RunRecord | undefined> {
     const json = await this.#call(() => this.#redis.hget(this.#key('run', runId), 'r'))
-    return json === null ? undefined : runFromJson(json)
+    return json === null ? undefined : JSON.parse(json) as RunRecord
   }
 
   updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
@@ -218,7 +217,7 @@ export class RedisStore implements Store {
         const [version, json, known] = read
         const { entry } = beside
         if (entry !== undefined) entry.requestHash = known
-        const run = runFromJson(json)
+        const run = JSON.parse(json) as RunRecord
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
         const written = await this.#write(run, version, beside, entry?.requestHash !== known ? entry : undefined)
@@ -262,7 +261,7 @@ export class RedisStore implements Store {
     const { record } = beside
     const answer = await this.#eval(UPDATE_RUN,
       [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('batchids', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
-      [version, runToJson(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
+      [version, JSON.stringify(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, beside.dropBatches === true ? '1' : '0', this.#key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
         recorded?.batchId ?? '', recorded?.requestHash ?? ''])

@@ -124,12 +124,11 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/** What ending a run does to its record, in every store: state `ended`, streak and batch ids freed. */
+/** What ending a run does to its record, in every store: state `ended`, streak freed (each store frees the batch ids and records). */
 export function markEnded (run: RunRecord, at: number): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
   run.repeat = resetRepeats()
-  run.batches = null
   run.lastActiveAt = at
   return run
 }

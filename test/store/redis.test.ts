@@ -93,3 +93,31 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
   await store.endRun('r1', Date.now())
   t.same(await raw.exists(`${prefix}batchids:r1`, `${prefix}batches:r1`), 0, 'ending the run deletes its batch ids and records')
 })
+
+t.test('a run record stays the same size however many batches the run had: batch ids are kept beside it', { skip: noRedis ?? false }, async (t) => {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000 })
+  const raw = new Redis(REDIS_URL)
+  t.teardown(async () => {
+    await store.close()
+    raw.disconnect()
+    await deleteByPrefix(prefix)
+  })
+  await store.createRun(makeRun('r1', Date.now()))
+  // What the engine does with a batch's id: record it as it takes the lease, then store the answer and release.
+  const batch = async (i: number): Promise<void> => {
+    const batchId = `batch_${String(i).padStart(4, '0')}`
+    await store.updateRunWithBatchId('r1', batchId, (run, entry) => {
+      entry.requestHash = `hash_${batchId}`
+      run.inFlight = { batchId, owner: 'x', leaseExpiresAt: Date.now() + 30_000 }
+    })
+    await store.completeBatch('r1', { batchId, requestHash: `hash_${batchId}`, responseJson: '{}', completedAt: Date.now() })
+  }
+  const recordBytes = async (): Promise<number> => Buffer.byteLength((await raw.hget(`${prefix}run:r1`, 'r'))!)
+  await batch(0)
+  const afterOne = await recordBytes()
+  for (let i = 1; i < 200; i++) await batch(i)
+  t.equal(await recordBytes(), afterOne, `${afterOne} B after 1 batch and after 200`)
+  t.equal(await raw.hlen(`${prefix}batchids:r1`), 200, 'the 200 batch ids are in their own hash')
+  t.same(await store.updateRunWithBatchId('r1', 'batch_0123', (_run, entry) => entry.requestHash), { found: true, value: 'hash_batch_0123' }, 'and each reads back')
+})
