@@ -16,7 +16,7 @@ import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
 import { planEpochs } from '../schedule/plan.js'
 import { EpochRunner } from '../schedule/runner.js'
 import { type DispatchOutcome, type SchedulableCall, type Settlement, type StopSignal, StopSwitch } from '../schedule/types.js'
-import type { Store } from '../store/types.js'
+import type { BatchIdEntry, Store } from '../store/types.js'
 import type { BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
 import type { ToolLookup } from '../tools/types.js'
@@ -127,7 +127,7 @@ export class BatchEngine {
     const { store } = this.#deps
     const requestHash = hashCalls(req.calls)
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
-    const begun = await store.updateRun(req.runId, (run) => this.#begin(run, req, requestHash, tokens))
+    const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => this.#begin(run, entry, req, requestHash, tokens))
     const begin: Begin = begun.found ? begun.value : { kind: 'not_found' }
     switch (begin.kind) {
       case 'not_found': throw new ProblemError('run_not_found', `No run ${req.runId}`)
@@ -168,12 +168,12 @@ export class BatchEngine {
     throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
   }
 
-  /** Inside the run's atomic update: take the lease, or say why not. */
-  #begin (run: RunRecord, req: BatchRequest, requestHash: string, tokens: number): Begin {
+  /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
+  #begin (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Begin {
     // Thrown, not returned: a throw leaves another tenant's run untouched (not even its idle timer).
     if (run.tenant !== req.tenant) throw notFound(req.runId)
     const now = Date.now()
-    const known = run.batches?.get(req.batchId)
+    const known = entry.requestHash
     const leased = run.inFlight !== null && run.inFlight.leaseExpiresAt > now
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
@@ -193,8 +193,7 @@ export class BatchEngine {
     }
     run.counters.turns++
     run.counters.totalTokens += tokens
-    run.batches ??= new Map()
-    run.batches.set(req.batchId, requestHash)
+    entry.requestHash = requestHash
     run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
     return { kind: 'started', run, turn: run.counters.turns }
   }

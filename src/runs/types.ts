@@ -67,7 +67,12 @@ export interface InFlight {
   leaseExpiresAt: number
 }
 
-/** Everything the store keeps about one run. Times are epoch milliseconds. */
+/**
+ * The record the store keeps of one run, rewritten by every update; its
+ * batch ids are kept beside it (`Store.updateRunWithBatchId`), so the record
+ * stays the same size however many batches the run has had. Times are epoch
+ * milliseconds.
+ */
 export interface RunRecord {
   runId: string
   tenant: string
@@ -76,14 +81,6 @@ export interface RunRecord {
   options: RunOptions
   counters: { turns: number, toolCalls: number, totalTokens: number }
   repeat: RepeatState
-  /**
-   * batchId → hash of its calls, for idempotent resubmission; null until
-   * the run's first batch (an idle run holds no empty Map). A Map: a run
-   * that lives long gathers thousands, and an object used as a dictionary
-   * cost a batch about twice as much to look up and grow. Stores that keep
-   * text write it as an object (runToJson).
-   */
-  batches: Map<string, string> | null
   inFlight: InFlight | null
   stats: RunStats | null
   createdAt: number

@@ -1,6 +1,6 @@
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult, markEnded } from './types.js'
+import { type BatchIdEntry, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult, markEnded } from './types.js'
 
 export { StoreFullError } from './types.js'
 
@@ -31,6 +31,8 @@ export class MemoryStore implements Store {
   readonly #runs = new Map<string, RunRecord>()
   /** Ended runs, oldest first: the first to go when the store is full. */
   readonly #ended = new Set<string>()
+  /** Each run's batch ids → the hash of their calls; made with the run's first batch, so an idle run holds none. */
+  readonly #batchIds = new Map<string, Map<string, string>>()
   readonly #batches = new Map<string, Map<string, BatchRecord>>()
   readonly #receipts = new Map<string, HeldReceipt>()
   readonly #receiptsByRun = new Map<string, string[]>()
@@ -65,14 +67,21 @@ export class MemoryStore implements Store {
     return this.#update(runId, fn)
   }
 
+  async updateRunWithBatchId<T> (runId: string, batchId: string, fn: (run: RunRecord, entry: BatchIdEntry) => T): Promise<UpdateResult<T>> {
+    return this.#update(runId, (run) => {
+      const known = this.#batchIds.get(runId)?.get(batchId)
+      const entry = { batchId, requestHash: known }
+      const value = fn(run, entry)
+      if (entry.requestHash !== undefined && entry.requestHash !== known) ofRun(this.#batchIds, runId).set(batchId, entry.requestHash)
+      return value
+    })
+  }
+
   async completeBatch (runId: string, record: BatchRecord): Promise<void> {
     const updated = this.#update(runId, (run) => {
       if (run.inFlight?.batchId === record.batchId) run.inFlight = null
     })
-    if (!updated.found) return
-    let batches = this.#batches.get(runId)
-    if (batches === undefined) this.#batches.set(runId, (batches = new Map()))
-    batches.set(record.batchId, record)
+    if (updated.found) ofRun(this.#batches, runId).set(record.batchId, record)
   }
 
   /** updateRun's work, synchronous, so completeBatch can add to it in the same step. */
@@ -90,6 +99,7 @@ export class MemoryStore implements Store {
 
   async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
     const result = await this.updateRun(runId, (run) => markEnded(run, at))
+    this.#batchIds.delete(runId)
     this.#batches.delete(runId)
     return result.found ? result.value : undefined
   }
@@ -193,6 +203,7 @@ export class MemoryStore implements Store {
   #remove (runId: string): void {
     this.#runs.delete(runId)
     this.#ended.delete(runId)
+    this.#batchIds.delete(runId)
     this.#batches.delete(runId)
     const now = this.#opts.now()
     for (const id of this.#receiptsByRun.get(runId) ?? []) {
@@ -229,3 +240,9 @@ export class MemoryStore implements Store {
   }
 }
 
+/** A run's map among the maps of every run, made when the run first needs it. */
+function ofRun<V> (maps: Map<string, Map<string, V>>, runId: string): Map<string, V> {
+  let map = maps.get(runId)
+  if (map === undefined) maps.set(runId, (map = new Map()))
+  return map
+}

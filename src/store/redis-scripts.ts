@@ -3,8 +3,11 @@
  * a run's record, its indexes and its TTLs never disagree between replicas.
  *
  * Keys (P is the prefix): `P run:<id>` a hash {v: version, r: record JSON,
- * rx: time until which the run's receipts are kept}; `P batches:<id>` a hash
- * batchId → record JSON; `P op:<operationId>` a receipt with its tenant;
+ * rx: time until which the run's receipts are kept}; `P batchids:<id>` a
+ * hash batchId → hash of its calls, for every batch id the run was sent (kept
+ * out of the record, so an update moves a record of the same size however
+ * many batches the run had); `P batches:<id>` a hash batchId → a finished
+ * batch's record JSON; `P op:<operationId>` a receipt with its tenant;
  * `P journal:<id>` the run's operation ids in the order stored; and four
  * sorted sets of run ids: `P idx:runs`, `P idx:active`, `P idx:ended` scored
  * by the run's expiry time, `P idx:leased` scored by its lease expiry.
@@ -52,7 +55,7 @@ if redis.call('ZCARD', KEYS[2]) >= maxRuns then
   end
   local victim = pick(KEYS[4]) or pick(KEYS[2])
   if victim then
-    redis.call('DEL', prefix .. 'run:' .. victim, prefix .. 'batches:' .. victim)
+    redis.call('DEL', prefix .. 'run:' .. victim, prefix .. 'batchids:' .. victim, prefix .. 'batches:' .. victim)
     for i = 2, 5 do redis.call('ZREM', KEYS[i], victim) end
   end
   if redis.call('ZCARD', KEYS[2]) >= maxRuns then return -1 end
@@ -65,10 +68,12 @@ return 1
 
 /**
  * Compare-and-set of a run record on its version.
- * KEYS: run, batches, journal, idx:runs, idx:active, idx:ended, idx:leased.
+ * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased.
  * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
- * receipt retention, receipt slack, '1' to drop the batch records, op key prefix,
- * and a batch record to store (its batchId and JSON; '' for none).
+ * receipt retention, receipt slack, '1' to drop the batch ids and records,
+ * op key prefix, a batch record to store (its batchId and JSON; '' for none),
+ * and a batch id to record (its batchId and hash; '' for none). The version
+ * covers the batch ids: a batch id is recorded only in the write that bumps it.
  * Answers 1 when written, 0 when the run is gone, -1 when another write came first.
  * The run's receipts are kept until `rx`, at least retention after the run's
  * expiry; when the run outlives that, every receipt's TTL is pushed on by the
@@ -83,15 +88,21 @@ local exp = now + ttl
 redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'r', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 if ARGV[12] ~= '' then redis.call('HSET', KEYS[2], ARGV[12], ARGV[13]) end
-if ARGV[10] == '1' then redis.call('DEL', KEYS[2]) else redis.call('PEXPIRE', KEYS[2], ttl) end
-index(4, ARGV[5], exp, ARGV[6], ARGV[7])
+if ARGV[14] ~= '' then redis.call('HSET', KEYS[3], ARGV[14], ARGV[15]) end
+if ARGV[10] == '1' then
+  redis.call('DEL', KEYS[2], KEYS[3])
+else
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+index(5, ARGV[5], exp, ARGV[6], ARGV[7])
 local retention = tonumber(ARGV[8])
 local rx = tonumber(redis.call('HGET', KEYS[1], 'rx') or '0')
 if rx < exp + retention then
   rx = exp + retention + tonumber(ARGV[9])
   local keep = rx - now
-  for _, op in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do redis.call('PEXPIRE', ARGV[11] .. op, keep) end
-  redis.call('PEXPIRE', KEYS[3], keep)
+  for _, op in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do redis.call('PEXPIRE', ARGV[11] .. op, keep) end
+  redis.call('PEXPIRE', KEYS[4], keep)
   redis.call('HSET', KEYS[1], 'rx', string.format('%d', rx))
 end
 return 1

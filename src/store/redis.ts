@@ -3,10 +3,9 @@ import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { runFromJson, runToJson } from '../runs/record.js'
 import { COUNT_RUNS, CREATE_RUN, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
-  type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
+  type BatchIdEntry, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
   StoreUnavailableError, type UpdateResult, markEnded
 } from './types.js'
 
@@ -39,6 +38,17 @@ const EVICTION_SCAN = 1000
 const LIST_CHUNK = 500
 
 type Write = 'ok' | 'gone' | 'conflict'
+
+/** What an update reads and writes beside the run record, in the same compare-and-set. */
+interface Beside {
+  /** A batch id whose hash is read with the record, and written when `fn` recorded one. */
+  entry?: { batchId: string, requestHash: string | undefined }
+  /** A finished batch's answer to store. */
+  record?: BatchRecord
+  /** Drops the run's batch ids and batch records (endRun). */
+  dropBatches?: boolean
+}
+
 interface CancelMessage { runId: string, reason: CancelReason, origin: string }
 
 /**
@@ -92,22 +102,27 @@ export class RedisStore implements Store {
     const now = this.#opts.now()
     const created = await this.#eval(CREATE_RUN,
       [this.#key('run', run.runId), ...this.#indexKeys()],
-      [run.runId, runToJson(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
+      [run.runId, JSON.stringify(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
     if (created === -1) throw new StoreFullError()
     return created === 1
   }
 
   async getRun (runId: string): Promise<RunRecord | undefined> {
     const json = await this.#call(() => this.#redis.hget(this.#key('run', runId), 'r'))
-    return json === null ? undefined : runFromJson(json)
+    return json === null ? undefined : JSON.parse(json) as RunRecord
   }
 
   updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
-    return this.#update(runId, fn, false)
+    return this.#update(runId, fn)
+  }
+
+  updateRunWithBatchId<T> (runId: string, batchId: string, fn: (run: RunRecord, entry: BatchIdEntry) => T): Promise<UpdateResult<T>> {
+    const entry: Beside['entry'] = { batchId, requestHash: undefined }
+    return this.#update(runId, (run) => fn(run, entry), { entry })
   }
 
   async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
-    const result = await this.#update(runId, (run) => markEnded(run, at), true)
+    const result = await this.#update(runId, (run) => markEnded(run, at), { dropBatches: true })
     return result.found ? result.value : undefined
   }
 
@@ -119,7 +134,7 @@ export class RedisStore implements Store {
   async completeBatch (runId: string, record: BatchRecord): Promise<void> {
     await this.#update(runId, (run) => {
       if (run.inFlight?.batchId === record.batchId) run.inFlight = null
-    }, false, record)
+    }, { record })
   }
 
   async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {
@@ -193,16 +208,19 @@ export class RedisStore implements Store {
     }))
   }
 
-  /** Compare-and-set of the run on its version, retried; `record`, when given, is stored in the same write. */
-  #update<T> (runId: string, fn: (run: RunRecord) => T, dropBatches: boolean, record?: BatchRecord): Promise<UpdateResult<T>> {
+  /** Compare-and-set of the run on its version, retried; what `beside` holds is read and written in the same steps. */
+  #update<T> (runId: string, fn: (run: RunRecord) => T, beside: Beside = {}): Promise<UpdateResult<T>> {
     return this.#serial(runId, async () => {
       for (let attempt = 1; ; attempt++) {
-        const [version, json] = await this.#call(() => this.#redis.hmget(this.#key('run', runId), 'v', 'r'))
-        if (version == null || json == null) return { found: false }
-        const run = runFromJson(json)
+        const read = await this.#read(runId, beside.entry?.batchId)
+        if (read === undefined) return { found: false }
+        const [version, json, known] = read
+        const { entry } = beside
+        if (entry !== undefined) entry.requestHash = known
+        const run = JSON.parse(json) as RunRecord
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
-        const written = await this.#write(run, version, dropBatches, record)
+        const written = await this.#write(run, version, beside, entry?.requestHash !== known ? entry : undefined)
         if (written === 'ok') return { found: true, value }
         if (written === 'gone') return { found: false }
         if (attempt >= this.#opts.maxUpdateAttempts) {
@@ -213,13 +231,40 @@ export class RedisStore implements Store {
     })
   }
 
-  async #write (run: RunRecord, version: string, dropBatches: boolean, record: BatchRecord | undefined): Promise<Write> {
+  /**
+   * The run's version and record and, for a batch id, its hash, in one
+   * atomic read (MULTI): the compare-and-set on the version then covers the
+   * hash too, since every write of one bumps the version. Undefined when the
+   * run is gone.
+   */
+  async #read (runId: string, batchId: string | undefined): Promise<[version: string, json: string, known: string | undefined] | undefined> {
+    const key = this.#key('run', runId)
+    let fields: Array<string | null>
+    let known: string | null = null
+    if (batchId === undefined) {
+      fields = await this.#call(() => this.#redis.hmget(key, 'v', 'r'))
+    } else {
+      [fields, known] = await this.#call(async () => {
+        const replies = await this.#redis.multi().hmget(key, 'v', 'r').hget(this.#key('batchids', runId), batchId).exec()
+        if (replies === null) throw new Error('the read of the run was aborted')
+        for (const [err] of replies) if (err !== null) throw err
+        return replies.map(([, reply]) => reply) as [Array<string | null>, string | null]
+      })
+    }
+    const [version, json] = fields
+    return version == null || json == null ? undefined : [version, json, known ?? undefined]
+  }
+
+  /** The compare-and-set; `recorded` is `beside.entry` when `fn` recorded its batch id. */
+  async #write (run: RunRecord, version: string, beside: Beside, recorded: Beside['entry']): Promise<Write> {
     const now = this.#opts.now()
+    const { record } = beside
     const answer = await this.#eval(UPDATE_RUN,
-      [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
-      [version, runToJson(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
-        this.#opts.receiptRetentionMs, this.#opts.runTtlMs, dropBatches ? '1' : '0', this.#key('op', ''),
-        record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record)])
+      [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('batchids', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
+      [version, JSON.stringify(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
+        this.#opts.receiptRetentionMs, this.#opts.runTtlMs, beside.dropBatches === true ? '1' : '0', this.#key('op', ''),
+        record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
+        recorded?.batchId ?? '', recorded?.requestHash ?? ''])
     return answer === 1 ? 'ok' : answer === 0 ? 'gone' : 'conflict'
   }
 

@@ -15,6 +15,19 @@ export interface StoredReceipt { receipt: Receipt, tenant: string }
 
 export type UpdateResult<T> = { found: false } | { found: true, value: T }
 
+/**
+ * A run's entry for one batch id, lent to `updateRunWithBatchId`'s function:
+ * the hash of the calls the run first got that id with, for idempotent
+ * resubmission.
+ */
+export interface BatchIdEntry {
+  readonly batchId: string
+  /** Undefined when the run never got this batch id. */
+  get requestHash (): string | undefined
+  /** Recording the batch id with its hash is stored with the function's changes to the run, or not at all. */
+  set requestHash (hash: string)
+}
+
 /** Why a run's batch in flight is cancelled through the store (on whichever replica runs it). */
 export type CancelReason = 'cancelled' | 'ended'
 
@@ -39,9 +52,18 @@ export interface Store {
    */
   updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>>
   /**
-   * Ends the run (state `ended`) and frees its state: repeat streak and batch
-   * records. The small record stays, answering `ended`, until it expires or is
-   * evicted; its receipts stay for the retention time. Undefined when absent.
+   * `updateRun`, with the run's entry for one batch id beside the record:
+   * whether the run knows that id is read, and its recording written, in the
+   * same atomic step as the record. Only that one entry is read or written,
+   * however many batch ids the run holds. Batch ids live as long as the
+   * run's batch records and are freed with them.
+   */
+  updateRunWithBatchId<T> (runId: string, batchId: string, fn: (run: RunRecord, entry: BatchIdEntry) => T): Promise<UpdateResult<T>>
+  /**
+   * Ends the run (state `ended`) and frees its state: repeat streak, batch
+   * ids and batch records. The small record stays, answering `ended`, until
+   * it expires or is evicted; its receipts stay for the retention time.
+   * Undefined when absent.
    */
   endRun (runId: string, at: number): Promise<RunRecord | undefined>
 
@@ -102,12 +124,11 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/** What ending a run does to its record, in every store: state `ended`, streak and batch ids freed. */
+/** What ending a run does to its record, in every store: state `ended`, streak freed (each store frees the batch ids and records). */
 export function markEnded (run: RunRecord, at: number): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
   run.repeat = resetRepeats()
-  run.batches = null
   run.lastActiveAt = at
   return run
 }

@@ -81,6 +81,16 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await store.createRun(makeRun('r1', now())), true, 'its id is free again')
   })
 
+  t.test('an expired run takes its batch ids with it: a new run of the same id knows none', async (t) => {
+    const ttl = h.ttl.short
+    const { store, peer, now, advance } = await h.open(t, { runTtlMs: ttl })
+    await store.createRun(makeRun('r1', now()))
+    await store.updateRunWithBatchId('r1', 'b1', (_run, entry) => { entry.requestHash = 'hash1' })
+    await advance(ttl * 1.5)
+    t.equal(await store.createRun(makeRun('r1', now())), true)
+    t.same(await peer.updateRunWithBatchId('r1', 'b1', (_run, entry) => entry.requestHash), { found: true, value: undefined })
+  })
+
   t.test('a run whose batch holds a valid lease does not expire', async (t) => {
     const ttl = h.ttl.short
     const { store, peer, now, advance } = await h.open(t, { runTtlMs: ttl })
@@ -93,26 +103,70 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await peer.getRun('r1'), undefined, 'expires once the lease is released and the run idles')
   })
 
-  t.test('endRun ends the run, frees its repeat streak and batch records, and keeps its receipts', async (t) => {
+  t.test('updateRunWithBatchId records a batch id in the same step as the run, and any client sees it reused; an id never recorded is unknown', async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
-    await store.updateRun('r1', (run) => {
+    await store.createRun(makeRun('r2', now()))
+    const begun = await store.updateRunWithBatchId('r1', 'b1', (run, entry) => {
+      const seen = entry.requestHash
+      entry.requestHash = 'hash1'
+      run.inFlight = { batchId: entry.batchId, owner: 'replica-a', leaseExpiresAt: now() + 60_000 }
+      return seen
+    })
+    t.same(begun, { found: true, value: undefined }, 'a new batch id is unknown')
+    const again = await peer.updateRunWithBatchId('r1', 'b1', (run, entry) => ({ batchId: entry.batchId, requestHash: entry.requestHash, lease: run.inFlight?.batchId }))
+    t.same(again, { found: true, value: { batchId: 'b1', requestHash: 'hash1', lease: 'b1' } }, 'another client sees the id with its hash, and the lease taken with it')
+    t.same(await peer.updateRunWithBatchId('r1', 'b2', (_run, entry) => entry.requestHash), { found: true, value: undefined }, 'another batch id is unknown')
+    t.same(await peer.updateRunWithBatchId('r2', 'b1', (_run, entry) => entry.requestHash), { found: true, value: undefined }, 'batch ids are per run')
+    t.same(await store.updateRunWithBatchId('nope', 'b1', () => 1), { found: false })
+  })
+
+  t.test('a throwing fn records no batch id', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const boom = new Error('decided against it')
+    await t.rejects(store.updateRunWithBatchId('r1', 'b1', (_run, entry) => {
+      entry.requestHash = 'hash1'
+      throw boom
+    }), boom)
+    t.same(await peer.updateRunWithBatchId('r1', 'b1', (_run, entry) => entry.requestHash), { found: true, value: undefined })
+  })
+
+  t.test('the same new batch id recorded by two clients at once is new to exactly one of them', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const begin = (s: typeof store, i: number) => s.updateRunWithBatchId('r1', 'b1', (run, entry) => {
+      if (entry.requestHash !== undefined) return `known ${entry.requestHash}`
+      entry.requestHash = `hash${i}`
+      run.counters.turns++
+      return 'recorded'
+    })
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => begin(i % 2 === 0 ? store : peer, i)))
+    const answers = results.map((r) => (r.found ? r.value : 'gone'))
+    t.equal(answers.filter((a) => a === 'recorded').length, 1, 'one recorded it')
+    t.equal(new Set(answers.filter((a) => a !== 'recorded')).size, 1, 'every other saw the one hash recorded')
+    t.equal((await store.getRun('r1'))?.counters.turns, 1, 'and the run counted it once')
+  })
+
+  t.test('endRun ends the run, frees its repeat streak, batch ids and batch records, and keeps its receipts', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.updateRunWithBatchId('r1', 'b1', (run, entry) => {
       run.repeat = { fingerprint: 'abc', count: 3, advised: true }
-      run.batches = new Map([['b1', 'hash1']])
+      entry.requestHash = 'hash1'
     })
     await store.completeBatch('r1', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() })
     await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
-    t.equal((await peer.getRun('r1'))?.batches?.get('b1'), 'hash1', 'batch ids read back, from any replica')
 
     const ended = await peer.endRun('r1', now())
     t.equal(ended?.state, 'ended')
     t.equal(ended?.terminationReason, 'ended')
     t.same(ended?.repeat, { fingerprint: null, count: 0, advised: false })
-    t.equal(ended?.batches ?? null, null, 'no batch ids left')
     const read = await store.getRun('r1')
     t.equal(read?.state, 'ended', 'the small record stays, answering ended')
     t.equal(await store.getBatch('r1', 'b1'), undefined, 'batch records are freed')
     t.same((await store.listReceipts('r1')).map((r) => r.operationId), ['op_1'], 'receipts stay')
+    t.same(await store.updateRunWithBatchId('r1', 'b1', (_run, entry) => entry.requestHash), { found: true, value: undefined }, 'no batch ids left')
     t.equal(await store.endRun('nope', now()), undefined)
   })
 
@@ -207,6 +261,19 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.ok(await store.getRun('a'), 'the leased run stays though it is older')
     t.ok(await store.getRun('c'))
     t.ok(await store.getRun('e'))
+  })
+
+  t.test('an evicted run takes its batch ids and records with it: a new run of the same id knows none', async (t) => {
+    const { store, peer, now, advance } = await h.open(t, { maxRuns: 1 })
+    await store.createRun(makeRun('a', now()))
+    await store.updateRunWithBatchId('a', 'b1', (_run, entry) => { entry.requestHash = 'hash1' })
+    await store.completeBatch('a', { batchId: 'b1', requestHash: 'hash1', responseJson: '{}', completedAt: now() })
+    await advance(5)
+    t.equal(await peer.createRun(makeRun('b', now())), true, 'b evicts a')
+    await advance(5)
+    t.equal(await peer.createRun(makeRun('a', now())), true, 'a again evicts b')
+    t.same(await store.updateRunWithBatchId('a', 'b1', (_run, entry) => entry.requestHash), { found: true, value: undefined }, 'no batch id of the old run')
+    t.equal(await store.getBatch('a', 'b1'), undefined, 'no batch record either')
   })
 
   t.test('a run ended while its batch is in flight is not evicted', async (t) => {

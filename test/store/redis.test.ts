@@ -69,7 +69,10 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
   t.ok(receiptTtl >= runTtl + receiptRetentionMs - 5000, `a receipt lives its run's time and the retention (${receiptTtl} ms)`)
   t.ok(await raw.pttl(`${prefix}journal:r1`) >= receiptTtl - 5000, 'and so does the run journal')
 
-  await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b1', owner: 'x', leaseExpiresAt: Date.now() + 10 * runTtlMs } })
+  await store.updateRunWithBatchId('r1', 'b1', (run, entry) => {
+    entry.requestHash = 'h'
+    run.inFlight = { batchId: 'b1', owner: 'x', leaseExpiresAt: Date.now() + 10 * runTtlMs }
+  })
   const leasedTtl = await raw.pttl(`${prefix}run:r1`)
   t.ok(leasedTtl > 9 * runTtlMs, `a leased run lives at least until its lease expires (${leasedTtl} ms)`)
   t.ok(await raw.pttl(`${prefix}op:op_1`) >= leasedTtl + receiptRetentionMs, 'its receipts are pushed on with it')
@@ -77,11 +80,44 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
   await store.completeBatch('r1', { batchId: 'b1', requestHash: 'h', responseJson: '{}', completedAt: Date.now() })
   const batchTtl = await raw.pttl(`${prefix}batches:r1`)
   t.ok(Math.abs(batchTtl - await raw.pttl(`${prefix}run:r1`)) < 5000, 'batch records live exactly as long as their run')
+  const batchIdTtl = await raw.pttl(`${prefix}batchids:r1`)
+  t.ok(Math.abs(batchIdTtl - await raw.pttl(`${prefix}run:r1`)) < 5000, `and so do batch ids (${batchIdTtl} ms)`)
 
   t.equal(await raw.zscore(`${prefix}idx:leased`, 'r1'), null, 'completing the leased batch takes the run out of the lease index')
   const runTtlAfter = await raw.pttl(`${prefix}run:r1`)
   t.ok(runTtlAfter <= runTtlMs, `and the run is back to the idle TTL (${runTtlAfter} ms)`)
 
   const keys = (await raw.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort()
-  t.same(keys, ['batches:r1', 'idx:active', 'idx:runs', 'journal:r1', 'op:op_1', 'run:r1'], 'every key is under the prefix')
+  t.same(keys, ['batches:r1', 'batchids:r1', 'idx:active', 'idx:runs', 'journal:r1', 'op:op_1', 'run:r1'], 'every key is under the prefix')
+
+  await store.endRun('r1', Date.now())
+  t.same(await raw.exists(`${prefix}batchids:r1`, `${prefix}batches:r1`), 0, 'ending the run deletes its batch ids and records')
+})
+
+t.test('a run record stays the same size however many batches the run had: batch ids are kept beside it', { skip: noRedis ?? false }, async (t) => {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000 })
+  const raw = new Redis(REDIS_URL)
+  t.teardown(async () => {
+    await store.close()
+    raw.disconnect()
+    await deleteByPrefix(prefix)
+  })
+  await store.createRun(makeRun('r1', Date.now()))
+  // What the engine does with a batch's id: record it as it takes the lease, then store the answer and release.
+  const batch = async (i: number): Promise<void> => {
+    const batchId = `batch_${String(i).padStart(4, '0')}`
+    await store.updateRunWithBatchId('r1', batchId, (run, entry) => {
+      entry.requestHash = `hash_${batchId}`
+      run.inFlight = { batchId, owner: 'x', leaseExpiresAt: Date.now() + 30_000 }
+    })
+    await store.completeBatch('r1', { batchId, requestHash: `hash_${batchId}`, responseJson: '{}', completedAt: Date.now() })
+  }
+  const recordBytes = async (): Promise<number> => Buffer.byteLength((await raw.hget(`${prefix}run:r1`, 'r'))!)
+  await batch(0)
+  const afterOne = await recordBytes()
+  for (let i = 1; i < 200; i++) await batch(i)
+  t.equal(await recordBytes(), afterOne, `${afterOne} B after 1 batch and after 200`)
+  t.equal(await raw.hlen(`${prefix}batchids:r1`), 200, 'the 200 batch ids are in their own hash')
+  t.same(await store.updateRunWithBatchId('r1', 'batch_0123', (_run, entry) => entry.requestHash), { found: true, value: 'hash_batch_0123' }, 'and each reads back')
 })
