@@ -16,6 +16,7 @@
  * not where the scheduler happened to put the processes.
  */
 import { execFileSync } from 'node:child_process'
+import { realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -146,4 +147,5 @@ async function main (): Promise<void> {
   process.stdout.write((values.json ? JSON.stringify(c, null, 2) : comparisonMarkdown(c)) + '\n')
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main()
+// Node resolves symlinks in a module's URL but not in argv[1]: compare real paths, or a linked checkout would run nothing.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) await main()
