@@ -4,7 +4,7 @@
  * its HEALTHCHECK command, then a SIGTERM as `docker stop` sends it.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { readFile, readdir } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { freePort } from '../helper.js'
 import { TOOLGATE_NODE_FLAGS } from '../../bench/settings.js'
@@ -67,4 +67,26 @@ t.test("the image's CMD starts the service, its HEALTHCHECK passes, and SIGTERM 
 
   child.kill('SIGTERM')
   t.equal(await exited, 0, 'SIGTERM drains and exits 0')
+})
+
+t.test('every package the image runs is a production dependency: npm ci --omit=dev installs all it imports', async (t) => {
+  const pkg = JSON.parse(await readFile(root + 'package.json', 'utf8')) as { dependencies: Record<string, string> }
+  const shipped = new Set(Object.keys(pkg.dependencies))
+  // What the runtime stage copies and runs: the compiled src, routes, schemas and examples (npm test builds dist/ first).
+  const files: string[] = []
+  for (const dir of ['src', 'routes', 'schemas', 'examples']) {
+    for (const entry of await readdir(`${root}dist/${dir}`, { recursive: true })) if (entry.endsWith('.js')) files.push(`${root}dist/${dir}/${entry}`)
+  }
+  t.ok(files.length > 50, `the compiled tree is there (${files.length} files)`)
+  const imported = new Set<string>()
+  for (const file of files) {
+    const text = await readFile(file, 'utf8')
+    for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)['"]([^'"./][^'"]*)['"]/gm)) {
+      const spec = m[1]!
+      if (spec.startsWith('node:')) continue
+      imported.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!)
+    }
+  }
+  t.ok(imported.has('fastify') && imported.has('undici'), 'the scan finds the imports')
+  t.same([...imported].filter((name) => !shipped.has(name)).sort(), [], 'no import of a package outside "dependencies"')
 })
