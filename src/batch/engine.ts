@@ -16,7 +16,7 @@ import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
 import { planEpochs } from '../schedule/plan.js'
 import { EpochRunner } from '../schedule/runner.js'
 import { type DispatchOutcome, type SchedulableCall, type Settlement, type StopSignal, StopSwitch } from '../schedule/types.js'
-import type { BatchIdEntry, Store } from '../store/types.js'
+import { type BatchIdEntry, type Store, holds } from '../store/types.js'
 import type { BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
 import type { ToolLookup } from '../tools/types.js'
@@ -203,6 +203,8 @@ export class BatchEngine {
     const t0 = performance.now()
     const options = run.options
     const controller = new StopSwitch()
+    // Nothing starts once the lease could have passed to another replica (a pause, a store that cannot renew it).
+    if (run.inFlight !== null) controller.holdUntil(run.inFlight.leaseExpiresAt - this.#leaseMargin())
     this.#controls.set(req.runId, { controller, batchId: req.batchId })
     const onClientGone = (): void => controller.abort('client_gone')
     req.signal?.addEventListener('abort', onClientGone, { once: true })
@@ -238,9 +240,12 @@ export class BatchEngine {
       // Admission is atomic with the run: repeat streak, call budget, state.
       const admitted = await store.updateRun(req.runId, (r) => {
         if (r.state !== 'active') return r.terminationReason ?? 'run_not_active'
-        const a = admit(r.repeat, r.counters.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
+        // A resumed batch is admitted again from where its first admission started: its calls count once.
+        const from = r.admitted?.batchId === req.batchId ? r.admitted : { batchId: req.batchId, repeat: r.repeat, toolCalls: r.counters.toolCalls }
+        const a = admit(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
+        r.admitted = from
         r.repeat = a.repeat
-        r.counters.toolCalls += a.admitted
+        r.counters.toolCalls = from.toolCalls + a.admitted
         if (a.termination !== null) {
           r.state = 'terminated'
           r.terminationReason = a.termination.reason
@@ -335,15 +340,27 @@ export class BatchEngine {
    */
   #renewLease (runId: string, { controller, batchId }: Control): void {
     const { store, replicaId, leaseMs } = this.#deps
+    // Counted from before the store was asked: the lease it writes lasts at least this long.
+    const asked = Date.now()
     store.updateRun(runId, (r) => {
-      const held = r.inFlight?.batchId === batchId && r.inFlight.owner === replicaId
+      const held = holds(r, replicaId, batchId)
       if (held) r.inFlight!.leaseExpiresAt = Date.now() + leaseMs
       return { state: r.state, held }
     }).then((renewed) => {
       const state = renewed.found ? renewed.value.state : 'ended'
       if (state === 'cancelled' || state === 'ended') controller.abort(state)
       else if (renewed.found && !renewed.value.held) controller.abort('lease_lost')
-    }, () => { /* the next renewal retries */ })
+      else if (renewed.found) controller.holdUntil(asked + leaseMs - this.#leaseMargin())
+    }, () => { /* the next renewal retries; the lease it holds runs out meanwhile */ })
+  }
+
+  /**
+   * How long before its lease expires a batch stops starting calls: room for
+   * the clocks of two replicas to differ, and for a call started just before
+   * the expiry to be on its way. Renewals come every third of the lease.
+   */
+  #leaseMargin (): number {
+    return Math.floor(this.#deps.leaseMs / 4)
   }
 
   /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
@@ -470,9 +487,11 @@ export class BatchEngine {
       continue: state.state === 'active' && !closed,
       run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
     }
-    const responseJson = JSON.stringify(response)
+    let responseJson = JSON.stringify(response)
     // The answer is stored as the lease is released: a resend finds one or the other.
-    await store.completeBatch(req.runId, { batchId: req.batchId, requestHash, responseJson, completedAt: Date.now() })
+    const stored = await store.completeBatch(req.runId, this.#deps.replicaId, { batchId: req.batchId, requestHash, responseJson, completedAt: Date.now() })
+    // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
+    if (!stored) responseJson = (await store.getBatch(req.runId, req.batchId))?.responseJson ?? responseJson
     return {
       body: responseJson,
       replayed: false,

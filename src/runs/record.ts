@@ -11,6 +11,7 @@ export function newRunRecord (runId: string, tenant: string, options: RunOptions
     options,
     counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
     repeat: resetRepeats(),
+    admitted: null,
     inFlight: null,
     stats: null,
     createdAt: now,

@@ -61,9 +61,10 @@ export class RunService {
 
   async end (tenant: string, runId: string): Promise<RunView> {
     await this.get(tenant, runId)
-    await this.#o.store.publishCancel(runId, 'ended')
+    // Stored before it is published, as cancel does: the batch that hears it must find the run ended, never still active.
     const run = await this.#o.store.endRun(runId, Date.now())
-    if (run === undefined) throw new ProblemError('run_not_found', `No run ${runId}`)
+    if (run === undefined) throw notFound(runId)
+    await this.#o.store.publishCancel(runId, 'ended').catch(() => {})
     return this.view(run)
   }
 
@@ -93,6 +94,8 @@ export class RunService {
       const timedOut = applyDeadline(run, Date.now())
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut }
       run.repeat = resetRepeats()
+      // A batch resumed after this message is admitted from a fresh streak too.
+      if (run.admitted !== null) run.admitted.repeat = run.repeat
       return { kind: 'ok' as const, run, timedOut }
     })
     if (!result.found) throw notFound(runId)

@@ -81,6 +81,13 @@ export interface RunRecord {
   options: RunOptions
   counters: { turns: number, toolCalls: number, totalTokens: number }
   repeat: RepeatState
+  /**
+   * Where the last admitted batch's admission started from. Admitting that
+   * batch again (resumed after its replica died or was paused past its lease)
+   * starts from here, so its calls count once toward maxToolCalls and
+   * advance the repeat streak once.
+   */
+  admitted: { batchId: string, repeat: RepeatState, toolCalls: number } | null
   inFlight: InFlight | null
   stats: RunStats | null
   createdAt: number

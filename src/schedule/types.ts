@@ -59,9 +59,25 @@ export class StopSwitch implements StopSignal {
   #aborted = false
   #reason: unknown = undefined
   #listeners: Array<() => void> = []
+  #validUntil = Infinity
 
-  get aborted (): boolean { return this.#aborted }
+  /** Also true once the time given to `holdUntil` has passed: asked before every call starts, so nothing starts after it. */
+  get aborted (): boolean {
+    if (!this.#aborted && this.#validUntil !== Infinity && Date.now() >= this.#validUntil) this.abort('lease_lost')
+    return this.#aborted
+  }
+
   get reason (): unknown { return this.#reason }
+
+  /**
+   * Stops (reason `lease_lost`) once `at` (epoch ms) has passed. Checked when
+   * asked rather than by a timer: a process that was paused handles the
+   * answers that waited for it before any timer, and must not start another
+   * call on a lease it may no longer hold.
+   */
+  holdUntil (at: number): void {
+    this.#validUntil = at
+  }
 
   /** Stops; the first reason sticks, listeners are told once. */
   abort (reason: unknown): void {

@@ -1,6 +1,6 @@
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { type BatchIdEntry, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult, markEnded } from './types.js'
+import { type BatchIdEntry, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult, holds, markEnded } from './types.js'
 
 export { StoreFullError } from './types.js'
 
@@ -77,11 +77,15 @@ export class MemoryStore implements Store {
     })
   }
 
-  async completeBatch (runId: string, record: BatchRecord): Promise<void> {
-    const updated = this.#update(runId, (run) => {
-      if (run.inFlight?.batchId === record.batchId) run.inFlight = null
+  async completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean> {
+    const done = this.#update(runId, (run) => {
+      const held = holds(run, owner, record.batchId)
+      if (held) run.inFlight = null
+      return held
     })
-    if (updated.found) ofRun(this.#batches, runId).set(record.batchId, record)
+    if (!done.found || !done.value) return false
+    ofRun(this.#batches, runId).set(record.batchId, record)
+    return true
   }
 
   /** updateRun's work, synchronous, so completeBatch can add to it in the same step. */

@@ -5,7 +5,7 @@ import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
 import { COUNT_RUNS, CREATE_RUN, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
-  type BatchIdEntry, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
+  type BatchIdEntry, holds, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
   StoreUnavailableError, type UpdateResult, markEnded
 } from './types.js'
 
@@ -131,10 +131,16 @@ export class RedisStore implements Store {
     return json === null ? undefined : JSON.parse(json) as BatchRecord
   }
 
-  async completeBatch (runId: string, record: BatchRecord): Promise<void> {
-    await this.#update(runId, (run) => {
-      if (run.inFlight?.batchId === record.batchId) run.inFlight = null
-    }, { record })
+  async completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean> {
+    // #write reads beside.record after fn, on every attempt: the answer goes with the release, or not at all.
+    const beside: Beside = {}
+    const done = await this.#update(runId, (run) => {
+      const held = holds(run, owner, record.batchId)
+      if (held) run.inFlight = null
+      beside.record = held ? record : undefined
+      return held
+    }, beside)
+    return done.found && done.value
   }
 
   async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {

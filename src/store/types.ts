@@ -70,11 +70,14 @@ export interface Store {
   getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined>
   /**
    * Stores a finished batch's answer and, in the same atomic step, releases
-   * the run's lease if that batch holds it, so a resend finds the lease or the
-   * answer, never neither. Nothing happens when the run is gone. Marks the run
-   * used now.
+   * the run's lease, so a resend finds the lease or the answer, never
+   * neither: only while that batch on that replica (`owner`) holds the lease.
+   * A batch whose lease another replica took over (it was paused, or could
+   * not renew) stores nothing, so the answer of the replica that took over
+   * stays the one resends get. Answers whether it stored; nothing happens
+   * when the run is gone. Marks the run used now.
    */
-  completeBatch (runId: string, record: BatchRecord): Promise<void>
+  completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean>
 
   /** Stores a receipt unless one with the same operationId exists; answers the stored one. */
   putReceipt (receipt: Receipt, tenant: string): Promise<Receipt>
@@ -124,11 +127,17 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** Whether the run's lease is this batch's, taken by this replica. */
+export function holds (run: RunRecord, owner: string, batchId: string): boolean {
+  return run.inFlight !== null && run.inFlight.batchId === batchId && run.inFlight.owner === owner
+}
+
 /** What ending a run does to its record, in every store: state `ended`, streak freed (each store frees the batch ids and records). */
 export function markEnded (run: RunRecord, at: number): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
   run.repeat = resetRepeats()
+  run.admitted = null
   run.lastActiveAt = at
   return run
 }

@@ -46,8 +46,13 @@ async function replicas (): Promise<void> {
     await gates.get(c.runId)?.wait
     return { content: 'held' }
   })
+  // Only the first arrival of a call waits at its run's gate: the same call sent again answers at once.
+  ex.on('holdonce', async (c) => {
+    if (ex.calls.filter((x) => x.runId === c.runId && x.callId === c.callId).length === 1) await gates.get(c.runId)?.wait
+    return { content: 'held once' }
+  })
   const toolsFile = join(tmpdir(), `toolgate-replica-tools-${randomUUID()}.json`)
-  writeFileSync(toolsFile, JSON.stringify({ tools: [tool('look', ex.url, { readOnly: true }), tool('build', ex.url, { action: {} }), tool('hold', ex.url)] }))
+  writeFileSync(toolsFile, JSON.stringify({ tools: [tool('look', ex.url, { readOnly: true }), tool('build', ex.url, { action: {} }), tool('hold', ex.url), tool('holdonce', ex.url), tool('poke', ex.url)] }))
   t.teardown(() => rmSync(toolsFile, { force: true }))
 
   const server = buildToolgate(t)
@@ -127,6 +132,37 @@ async function replicas (): Promise<void> {
     t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'cancelled'], 'the call running settles; the next epoch never starts')
     t.equal(res.body.continue, false)
     t.equal(executorCalls('cancel', 'look'), 0)
+  })
+
+  t.test('a replica paused past its lease starts nothing more when it wakes, and the answer of the replica that took over stays the batch\'s', async (t) => {
+    t.equal((await call(a, 'POST', '/v1/runs', { runId: 'pause' })).status, 201)
+    const g = gate()
+    gates.set('pause', g)
+    const calls = [{ id: 'c1', name: 'holdonce', arguments: {} }, { id: 'c2', name: 'poke', arguments: { n: 2 } }, { id: 'c3', name: 'poke', arguments: { n: 3 } }]
+    const fromA = batch(a, 'pause', 'b1', calls)
+    await until('the held call to reach the executor', () => executorCalls('pause', 'holdonce') === 1)
+    a.process.kill('SIGSTOP')
+    let fromB: Answer | undefined
+    try {
+      // A's answer to c1 waits in its socket while it sleeps; its lease runs out meanwhile.
+      g.open()
+      for (let i = 0; i < 100 && fromB?.status !== 200; i++) {
+        await sleep(LEASE_MS / 8)
+        fromB = await batch(b, 'pause', 'b1', calls)
+      }
+    } finally {
+      a.process.kill('SIGCONT')
+    }
+    t.equal(fromB?.status, 200, 'B resumes the batch once the paused lease has run out')
+    t.same(fromB?.body.results.map((r: { status: string }) => r.status), ['ok', 'ok', 'ok'])
+    const woke = await fromA
+    t.equal(woke.status, 200, 'A answers when it wakes')
+    t.equal(executorCalls('pause', 'poke'), 2, 'each write was sent once, by B: A started nothing after waking')
+    t.same(woke.body, fromB?.body, 'A answers what B stored')
+    t.same((await batch(a, 'pause', 'b1', calls)).body, fromB?.body, 'and the stored answer is still B\'s')
+    const run = await call(a, 'GET', '/v1/runs/pause')
+    t.equal(run.body.counters.turns, 1)
+    t.equal(run.body.counters.toolCalls, 3, 'the resumed batch\'s calls are counted once')
   })
 
   t.test('a replica killed in the middle of a batch leaves the run usable once its lease expires', async (t) => {

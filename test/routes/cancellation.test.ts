@@ -5,6 +5,8 @@
 import t from 'tap'
 import { buildTestApp, get, post, startExecutor, tool, type ExecutorCall } from '../helper.js'
 import type { BatchResponse } from '../../src/batch/types.js'
+import type { RunRecord } from '../../src/runs/types.js'
+import { MemoryStore } from '../../src/store/memory.js'
 import { callGates, waitFor } from '../schedule/harness.js'
 
 // One app and one executor for the file; each test has its own run.
@@ -133,4 +135,36 @@ t.test('cancel of an unknown run is a 404 problem', async (t) => {
   const res = await post(app, '/v1/runs/nope/cancel', {})
   t.equal(res.status, 404)
   t.equal(res.body.code, 'run_not_found')
+})
+
+t.test('DELETE during a batch is stored before the batch hears it: a batch that ends meanwhile never reports active with calls cancelled by the end', async (t) => {
+  // endRun waits here, as a write to a shared store takes its time.
+  let endStarted!: () => void
+  const endCalled = new Promise<void>((resolve) => { endStarted = resolve })
+  let letEnd!: () => void
+  const endGate = new Promise<void>((resolve) => { letEnd = resolve })
+  class SlowEnd extends MemoryStore {
+    override async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
+      endStarted()
+      await endGate
+      return await super.endRun(runId, at)
+    }
+  }
+  const store = new SlowEnd({ runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 60_000, maxReceipts: 1000, sweepIntervalMs: 0 })
+  const { app: slow } = await buildTestApp(t, { store, tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)] })
+  await post(slow, '/v1/runs', { runId: 'd1' })
+  const g = hold('d1', 'w1')
+  const pending = post(slow, '/v1/runs/d1/batches', { calls: [call('w1', 'poke'), call('w2', 'poke')] })
+  await waitFor(() => seen('d1').length === 1, 'the first write to be running')
+  const deleted = slow.inject({ method: 'DELETE', url: '/v1/runs/d1' })
+  await endCalled
+  // The batch ends while the run's end is still being written.
+  g.open()
+  const res = await pending
+  t.equal(res.status, 200)
+  t.strictSame(res.body.results.map((r: { status: string }) => r.status), ['ok', 'ok'], 'not ended yet: the batch runs to its end')
+  t.strictSame(res.body.run, { state: 'active' }, 'and says so')
+  letEnd()
+  t.equal((await deleted).statusCode, 200)
+  t.match((await get(slow, '/v1/runs/d1')).body, { state: 'ended', terminationReason: 'ended' }, 'then the run is ended')
 })

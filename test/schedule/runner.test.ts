@@ -399,3 +399,21 @@ t.test('an empty plan settles nothing and starts nothing', async (t) => {
   t.equal((await h.runner.run([], h.dispatch)).size, 0)
   t.strictSame(h.log, [])
 })
+
+t.test('a stop switch past the time given to holdUntil starts nothing more, with no timer: the answer that comes back first starts no next call', async (t) => {
+  const controller = new StopSwitch()
+  controller.holdUntil(Date.now() + 60_000)
+  const h = harness({ maxConcurrent: 1, signal: controller })
+  const calls = makeCalls({ a: {}, b: {}, c: { read: true } })
+  const done = h.runner.run([[calls.a!], [calls.b!], [calls.c!]], h.dispatch)
+  await flush()
+  t.strictSame(h.started, ['a'])
+  t.equal(controller.aborted, false, 'held while the time has not passed')
+  // As a process paused past its lease finds on waking: the time has passed, and no timer has run.
+  controller.holdUntil(Date.now() - 1)
+  await h.finish('a')
+  const settled = await done
+  t.strictSame(h.started, ['a'], 'nothing started after the time passed')
+  t.strictSame(kinds(settled, calls), { a: 'ran', b: 'cancelled', c: 'cancelled' })
+  t.equal(controller.reason, 'lease_lost')
+})

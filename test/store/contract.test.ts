@@ -154,8 +154,9 @@ async function contract (t: Test, h: Harness): Promise<void> {
     await store.updateRunWithBatchId('r1', 'b1', (run, entry) => {
       run.repeat = { fingerprint: 'abc', count: 3, advised: true }
       entry.requestHash = 'hash1'
+      run.inFlight = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 }
     })
-    await store.completeBatch('r1', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() })
+    t.equal(await store.completeBatch('r1', 'replica-a', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() }), true)
     await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
 
     const ended = await peer.endRun('r1', now())
@@ -174,26 +175,31 @@ async function contract (t: Test, h: Harness): Promise<void> {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
     const record = { batchId: 'b1', requestHash: 'h', responseJson: JSON.stringify({ runId: 'r1', results: [{ callId: 'c1', status: 'ok' }] }), completedAt: now() }
-    await store.completeBatch('r1', record)
+    await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 } })
+    t.equal(await store.completeBatch('r1', 'replica-a', record), true)
     await store.updateRun('r1', (run) => { run.counters.turns++ })
     t.same(await peer.getBatch('r1', 'b1'), record)
     t.equal(await peer.getBatch('r1', 'b2'), undefined)
-    await store.completeBatch('ghost', { ...record, batchId: 'b9' })
+    t.equal(await store.completeBatch('ghost', 'replica-a', { ...record, batchId: 'b9' }), false)
     t.equal(await peer.getBatch('ghost', 'b9'), undefined, 'no record for a run that does not exist')
     t.equal(await peer.getRun('ghost'), undefined, 'nor a run')
   })
 
-  t.test('completeBatch stores the answer and releases the lease of that batch, and of no other', async (t) => {
+  t.test('completeBatch stores the answer and releases the lease only for the batch and replica that hold it', async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
-    await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b2', owner: 'replica-a', leaseExpiresAt: now() + 60_000 } })
-    const [b1, b2] = ['b1', 'b2'].map((batchId): BatchRecord => ({ batchId, requestHash: 'h', responseJson: `{"batchId":"${batchId}"}`, completedAt: now() }))
-    await store.completeBatch('r1', b1!)
-    t.equal((await peer.getRun('r1'))?.inFlight?.batchId, 'b2', 'an earlier batch\'s answer leaves the running batch\'s lease alone')
-    t.same(await peer.getBatch('r1', 'b1'), b1)
-    await peer.completeBatch('r1', b2!)
+    await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b2', owner: 'replica-b', leaseExpiresAt: now() + 60_000 } })
+    const at = now()
+    const answer = (batchId: string, by: string): BatchRecord => ({ batchId, requestHash: 'h', responseJson: `{"batchId":"${batchId}","by":"${by}"}`, completedAt: at })
+    t.equal(await store.completeBatch('r1', 'replica-b', answer('b1', 'b')), false, 'another batch of the run stores nothing')
+    t.equal(await store.getBatch('r1', 'b1'), undefined)
+    t.equal(await store.completeBatch('r1', 'replica-a', answer('b2', 'a')), false, 'the same batch from a replica whose lease was taken over stores nothing')
+    t.equal((await peer.getRun('r1'))?.inFlight?.owner, 'replica-b', 'and leaves the holder\'s lease alone')
+    t.equal(await peer.completeBatch('r1', 'replica-b', answer('b2', 'b')), true, 'the holder stores')
     t.equal((await store.getRun('r1'))?.inFlight, null, 'the lease is released')
-    t.same(await store.getBatch('r1', 'b2'), b2, 'as the answer is stored')
+    t.same(await store.getBatch('r1', 'b2'), answer('b2', 'b'), 'as the answer is stored')
+    t.equal(await store.completeBatch('r1', 'replica-a', answer('b2', 'a')), false, 'a late completion after the release stores nothing')
+    t.same(await peer.getBatch('r1', 'b2'), answer('b2', 'b'), 'the stored answer is never replaced')
   })
 
   t.test('receipts: the first writer wins, the tenant is kept, and each run lists its own in order', async (t) => {
@@ -266,8 +272,11 @@ async function contract (t: Test, h: Harness): Promise<void> {
   t.test('an evicted run takes its batch ids and records with it: a new run of the same id knows none', async (t) => {
     const { store, peer, now, advance } = await h.open(t, { maxRuns: 1 })
     await store.createRun(makeRun('a', now()))
-    await store.updateRunWithBatchId('a', 'b1', (_run, entry) => { entry.requestHash = 'hash1' })
-    await store.completeBatch('a', { batchId: 'b1', requestHash: 'hash1', responseJson: '{}', completedAt: now() })
+    await store.updateRunWithBatchId('a', 'b1', (run, entry) => {
+      entry.requestHash = 'hash1'
+      run.inFlight = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 1 }
+    })
+    await store.completeBatch('a', 'replica-a', { batchId: 'b1', requestHash: 'hash1', responseJson: '{}', completedAt: now() })
     await advance(5)
     t.equal(await peer.createRun(makeRun('b', now())), true, 'b evicts a')
     await advance(5)

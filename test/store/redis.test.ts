@@ -77,7 +77,7 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
   t.ok(leasedTtl > 9 * runTtlMs, `a leased run lives at least until its lease expires (${leasedTtl} ms)`)
   t.ok(await raw.pttl(`${prefix}op:op_1`) >= leasedTtl + receiptRetentionMs, 'its receipts are pushed on with it')
 
-  await store.completeBatch('r1', { batchId: 'b1', requestHash: 'h', responseJson: '{}', completedAt: Date.now() })
+  t.equal(await store.completeBatch('r1', 'x', { batchId: 'b1', requestHash: 'h', responseJson: '{}', completedAt: Date.now() }), true)
   const batchTtl = await raw.pttl(`${prefix}batches:r1`)
   t.ok(Math.abs(batchTtl - await raw.pttl(`${prefix}run:r1`)) < 5000, 'batch records live exactly as long as their run')
   const batchIdTtl = await raw.pttl(`${prefix}batchids:r1`)
@@ -111,7 +111,7 @@ t.test('a run record stays the same size however many batches the run had: batch
       entry.requestHash = `hash_${batchId}`
       run.inFlight = { batchId, owner: 'x', leaseExpiresAt: Date.now() + 30_000 }
     })
-    await store.completeBatch('r1', { batchId, requestHash: `hash_${batchId}`, responseJson: '{}', completedAt: Date.now() })
+    await store.completeBatch('r1', 'x', { batchId, requestHash: `hash_${batchId}`, responseJson: '{}', completedAt: Date.now() })
   }
   const recordBytes = async (): Promise<number> => Buffer.byteLength((await raw.hget(`${prefix}run:r1`, 'r'))!)
   await batch(0)
