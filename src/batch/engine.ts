@@ -27,7 +27,7 @@ import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from
 import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
 import type { BatchEvent, BatchResponse, CallResult, PolicyMessage } from './types.js'
 import { addStats, emptyStats } from '../runs/stats.js'
-import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
+import { deadlinePassed, terminateByTimeout } from '../runs/deadline.js'
 
 export interface EngineDeps {
   store: Store
@@ -320,7 +320,7 @@ export class BatchEngine {
     const t = setTimeout(() => {
       controller.abort('timeout')
       // Serialized with the batch's own updates: #finish sees the run terminated already and reports nothing twice.
-      this.#deps.store.updateRun(runId, (r) => applyDeadline(r, Date.now())).then((u) => {
+      this.#deps.store.updateRun(runId, terminateByTimeout).then((u) => {
         if (u.found && u.value) observer.runTerminated('timeout')
       }, () => { /* #finish terminates it when the batch settles */ })
     }, Math.max(0, remaining))

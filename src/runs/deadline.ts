@@ -13,7 +13,17 @@ export function deadlinePassed (run: RunRecord, now: number): boolean {
  * cancel or a message that comes after the deadline finds it `timeout`.
  */
 export function applyDeadline (run: RunRecord, now: number): boolean {
-  if (run.state !== 'active' || !deadlinePassed(run, now)) return false
+  return deadlinePassed(run, now) && terminateByTimeout(run)
+}
+
+/**
+ * Terminates an active run with `timeout`, and answers whether it did: for a
+ * timer set for the deadline, which can fire a little before the wall clock
+ * reads it (Node times from the event loop's cached clock), so it must not
+ * ask the clock again.
+ */
+export function terminateByTimeout (run: RunRecord): boolean {
+  if (run.state !== 'active') return false
   run.state = 'terminated'
   run.terminationReason = 'timeout'
   return true
