@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { ExecutorAnswer } from '../dispatch/client.js'
 import type { PreparedCall } from '../prepare/types.js'
 import { projectReceipt } from '../receipts/projection.js'
@@ -22,44 +23,44 @@ export interface ActionContext extends DispatchContext {
   onProjectionFailed?: (problem: string) => void
 }
 
+/** Why a pending receipt's outcome is unknown: the dispatch that wrote it never recorded an answer (its replica died, or the store failed). */
+export const NO_ANSWER_RECORDED = 'no_answer_recorded'
+
 /**
- * Dispatches an action tool call: at most once per operation id. A call whose
- * operation already has a receipt is answered from it (`replayed`); otherwise
- * the executor is called, the canonical receipt stored, then projected for
- * the model.
+ * Dispatches an action tool call: at most once per operation id. Before the
+ * request is sent, a pending receipt (status `uncertain`) is stored, first
+ * writer wins; a call whose operation has a receipt already, pending or
+ * final, is answered from it (`replayed`) and not sent. Once the executor
+ * answers, the final receipt replaces this dispatch's pending one and is
+ * projected for the model. If that write fails, the pending receipt stays:
+ * the action may have happened, and a resent call says so.
  */
 export async function dispatchAction (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string): Promise<DispatchOutcome<ActionOutcome>> {
-  const stored = (await ctx.store.getReceipt(operationId))?.receipt
+  const dispatchedAt = new Date()
+  const t0 = performance.now()
+  const pending = pendingReceipt(ctx, call, operationId, preparedAt, dispatchedAt.toISOString())
+  const token = randomUUID()
+  const stored = await ctx.store.putReceipt(pending, ctx.tenant, token)
   let receipt: Receipt
   let shown: Receipt
-  if (stored !== undefined && stored.runId === ctx.runId) {
+  if (stored !== pending) {
     receipt = stored
     shown = { ...stored, dispatch: { ...stored.dispatch, disposition: 'replayed' } }
   } else {
-    const dispatchedAt = new Date()
-    const t0 = performance.now()
     const answer = await sendToExecutor(ctx, call, operationId)
     const durationMs = performance.now() - t0
     const completedAt = new Date(dispatchedAt.getTime() + durationMs).toISOString()
     const { status, result, stateRevision, end } = interpretActionAnswer(answer)
-    receipt = await ctx.store.putReceipt({
-      operationId,
-      runId: ctx.runId,
-      batchId: ctx.batchId,
-      callId: call.id,
-      tool: call.tool.name,
-      intent: { action: call.tool.name, arguments: call.arguments },
+    receipt = {
+      ...pending,
       status,
       result,
       stateRevision,
-      timeline: [
-        { event: 'prepared', at: preparedAt },
-        { event: 'dispatched', at: dispatchedAt.toISOString() },
-        { event: end, at: completedAt }
-      ],
-      dispatch: { disposition: 'dispatched', attempts: 1 },
-      timing: { dispatchedAt: dispatchedAt.toISOString(), completedAt, durationMs: Math.round(durationMs * 1000) / 1000 }
-    }, ctx.tenant)
+      timeline: [...pending.timeline, { event: end, at: completedAt }],
+      timing: { dispatchedAt: pending.timing.dispatchedAt, completedAt, durationMs: Math.round(durationMs * 1000) / 1000 }
+    }
+    // False only when the pending receipt went meanwhile (evicted or expired): this receipt is still what happened.
+    await ctx.store.settleReceipt(receipt, ctx.tenant, token)
     shown = receipt
   }
 
@@ -82,6 +83,28 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
     }
   }
   return { value: { status: callStatus, content: check.content, isError: callStatus !== 'ok', details }, uncertain: callStatus === 'uncertain', closeBatch: false }
+}
+
+/**
+ * The receipt of a dispatch about to be sent: its outcome unknown until the
+ * executor answers. It has no completion, so `completedAt` is `dispatchedAt`
+ * and `durationMs` 0.
+ */
+function pendingReceipt (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string, dispatchedAt: string): Receipt {
+  return {
+    operationId,
+    runId: ctx.runId,
+    batchId: ctx.batchId,
+    callId: call.id,
+    tool: call.tool.name,
+    intent: { action: call.tool.name, arguments: call.arguments },
+    status: 'uncertain',
+    result: { error: 'outcome_unknown', cause: NO_ANSWER_RECORDED },
+    stateRevision: null,
+    timeline: [{ event: 'prepared', at: preparedAt }, { event: 'dispatched', at: dispatchedAt }],
+    dispatch: { disposition: 'dispatched', attempts: 1 },
+    timing: { dispatchedAt, completedAt: dispatchedAt, durationMs: 0 }
+  }
 }
 
 function statusOf (status: ReceiptStatus): PlainOutcome['status'] {

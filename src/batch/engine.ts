@@ -149,8 +149,10 @@ export class BatchEngine {
   /**
    * A batch whose id the run knows but whose answer was never stored: the
    * replica running it died before answering. Once its lease has lapsed the
-   * batch runs again under the same turn; action calls replay from their
-   * receipts, so nothing that committed is applied twice.
+   * batch runs again under the same turn; an action call that was sent
+   * before has a receipt (pending receipts are stored before sending) and
+   * replays from it, `uncertain` if its answer was never recorded, so no
+   * action is sent twice.
    */
   async #resume (req: BatchRequest, requestHash: string): Promise<BatchAnswer> {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Begin => {

@@ -19,7 +19,12 @@ export interface MemoryStoreOptions {
   sweepIntervalMs?: number
 }
 
-interface HeldReceipt extends StoredReceipt { /** when the run went away, or null while it lives */ orphanedAt: number | null }
+interface HeldReceipt extends StoredReceipt {
+  /** when the run went away, or null while it lives */
+  orphanedAt: number | null
+  /** the token of the dispatch whose pending receipt this is, or null once final */
+  pending: string | null
+}
 
 /**
  * The default store: one process, everything in maps. Atomic per run because
@@ -112,15 +117,24 @@ export class MemoryStore implements Store {
     return this.#batches.get(runId)?.get(batchId)
   }
 
-  async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {
+  async putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> {
     const existing = this.#receipts.get(receipt.operationId)
     if (existing !== undefined) return existing.receipt
-    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: this.#runs.has(receipt.runId) ? null : this.#opts.now() })
+    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: this.#runs.has(receipt.runId) ? null : this.#opts.now(), pending: pending ?? null })
     let ids = this.#receiptsByRun.get(receipt.runId)
     if (ids === undefined) this.#receiptsByRun.set(receipt.runId, (ids = []))
     ids.push(receipt.operationId)
     if (this.#receipts.size > this.#opts.maxReceipts) this.#evictReceipts()
     return receipt
+  }
+
+  async settleReceipt (receipt: Receipt, _tenant: string, pending: string): Promise<boolean> {
+    const held = this.#receipts.get(receipt.operationId)
+    if (held === undefined || held.pending !== pending || this.#receiptExpired(held)) return false
+    // In place: the map's order, the journal entry and the retention clock stay the pending one's.
+    held.receipt = receipt
+    held.pending = null
+    return true
   }
 
   async getReceipt (operationId: string): Promise<StoredReceipt | undefined> {

@@ -7,8 +7,11 @@
  * hash batchId → hash of its calls, for every batch id the run was sent (kept
  * out of the record, so an update moves a record of the same size however
  * many batches the run had); `P batches:<id>` a hash batchId → a finished
- * batch's record JSON; `P op:<operationId>` a receipt with its tenant;
- * `P journal:<id>` the run's operation ids in the order stored; and four
+ * batch's record JSON; `P op:<operationId>` a receipt with its tenant,
+ * JSON `{receipt, tenant}`, or for the pending receipt of a dispatch not yet
+ * answered `{pending: token, receipt, tenant}` (the token first, so a script
+ * tells whose it is by the value's first bytes, without decoding it);
+ * `P journal:<id>` the run's operation ids in the order first stored; and four
  * sorted sets of run ids: `P idx:runs`, `P idx:active`, `P idx:ended` scored
  * by the run's expiry time, `P idx:leased` scored by its lease expiry.
  * Scripts build the keys of other runs from the prefix, so the store needs a
@@ -129,6 +132,20 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', keep)
 redis.call('RPUSH', KEYS[2], ARGV[2])
 if redis.call('PTTL', KEYS[2]) < keep then redis.call('PEXPIRE', KEYS[2], keep) end
 return false
+`)
+
+/**
+ * KEYS: op. ARGV: the pending value's opening up to its token (`{"pending":"<token>",`), stored JSON.
+ * Replaces a dispatch's pending receipt with its final one, only while the
+ * value is still that pending one: answers 1 when replaced, else 0 (a final
+ * receipt, another dispatch's pending one, or none). KEEPTTL keeps the
+ * expiry PUT_RECEIPT and UPDATE_RUN gave it; the journal is not touched.
+ */
+export const SETTLE_RECEIPT = script('settle-receipt', `
+local existing = redis.call('GET', KEYS[1])
+if not existing or string.sub(existing, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1
 `)
 
 /**

@@ -3,7 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { COUNT_RUNS, CREATE_RUN, PUT_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
+import { COUNT_RUNS, CREATE_RUN, PUT_RECEIPT, SETTLE_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
   type BatchIdEntry, holds, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
   StoreUnavailableError, type UpdateResult, markEnded
@@ -48,6 +48,9 @@ interface Beside {
   /** Drops the run's batch ids and batch records (endRun). */
   dropBatches?: boolean
 }
+
+/** The value of an operation's key: its receipt and tenant, and while it is pending the token of the dispatch that wrote it. */
+interface HeldValue extends StoredReceipt { pending?: string }
 
 interface CancelMessage { runId: string, reason: CancelReason, origin: string }
 
@@ -143,17 +146,26 @@ export class RedisStore implements Store {
     return done.found && done.value
   }
 
-  async putReceipt (receipt: Receipt, tenant: string): Promise<Receipt> {
-    const stored: StoredReceipt = { receipt, tenant }
+  async putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> {
+    // The token, when there is one, is the first field: SETTLE_RECEIPT compares the value's opening.
+    const stored: HeldValue = pending === undefined ? { receipt, tenant } : { pending, receipt, tenant }
     const existing = await this.#eval(PUT_RECEIPT,
       [this.#key('op', receipt.operationId), this.#key('journal', receipt.runId), this.#key('run', receipt.runId)],
       [JSON.stringify(stored), receipt.operationId, this.#opts.now(), this.#opts.receiptRetentionMs])
-    return typeof existing === 'string' ? (JSON.parse(existing) as StoredReceipt).receipt : receipt
+    return typeof existing === 'string' ? (JSON.parse(existing) as HeldValue).receipt : receipt
+  }
+
+  async settleReceipt (receipt: Receipt, tenant: string, pending: string): Promise<boolean> {
+    const stored: HeldValue = { receipt, tenant }
+    const replaced = await this.#eval(SETTLE_RECEIPT, [this.#key('op', receipt.operationId)], [pendingOpening(pending), JSON.stringify(stored)])
+    return replaced === 1
   }
 
   async getReceipt (operationId: string): Promise<StoredReceipt | undefined> {
     const json = await this.#call(() => this.#redis.get(this.#key('op', operationId)))
-    return json === null ? undefined : JSON.parse(json) as StoredReceipt
+    if (json === null) return undefined
+    const { receipt, tenant } = JSON.parse(json) as HeldValue
+    return { receipt, tenant }
   }
 
   async listReceipts (runId: string): Promise<Receipt[]> {
@@ -162,7 +174,7 @@ export class RedisStore implements Store {
     for (let i = 0; i < ids.length; i += LIST_CHUNK) {
       const keys = ids.slice(i, i + LIST_CHUNK).map((id) => this.#key('op', id))
       const values = await this.#call(() => this.#redis.mget(keys))
-      for (const json of values) if (json !== null) out.push((JSON.parse(json) as StoredReceipt).receipt)
+      for (const json of values) if (json !== null) out.push((JSON.parse(json) as HeldValue).receipt)
     }
     return out
   }
@@ -387,6 +399,11 @@ export function parseStoreUrl (raw: string): { connection: string, prefix: strin
   const prefix = url.searchParams.get('prefix') ?? DEFAULT_PREFIX
   url.searchParams.delete('prefix')
   return { connection: url.toString(), prefix }
+}
+
+/** How a pending receipt's stored JSON begins: `{"pending":"<token>",`. */
+function pendingOpening (pending: string): string {
+  return `{"pending":${JSON.stringify(pending)},`
 }
 
 function lost (client: Redis): boolean {

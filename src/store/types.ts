@@ -79,8 +79,23 @@ export interface Store {
    */
   completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean>
 
-  /** Stores a receipt unless one with the same operationId exists; answers the stored one. */
-  putReceipt (receipt: Receipt, tenant: string): Promise<Receipt>
+  /**
+   * Stores a receipt unless one with the same operationId exists (the first
+   * writer wins); answers the stored one, which is `receipt` itself when this
+   * call stored it. A new operation enters its run's journal here. With
+   * `pending`, the receipt is stored as the pending receipt of the dispatch
+   * that token names (the token is kept beside the receipt, never in it):
+   * `settleReceipt` with the same token may replace it.
+   */
+  putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt>
+  /**
+   * Replaces the pending receipt stored under `pending` with the operation's
+   * final receipt (`tenant` as given to putReceipt), in place: the same
+   * journal entry and expiry, no token any more. Only while the stored receipt is still that pending one: a final
+   * receipt, another dispatch's pending receipt or a missing one is left as it
+   * is. Answers whether it replaced it.
+   */
+  settleReceipt (receipt: Receipt, tenant: string, pending: string): Promise<boolean>
   /** A receipt with the tenant of its run, which alone may read it. */
   getReceipt (operationId: string): Promise<StoredReceipt | undefined>
   listReceipts (runId: string): Promise<Receipt[]>

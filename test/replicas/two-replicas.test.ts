@@ -51,8 +51,17 @@ async function replicas (): Promise<void> {
     if (ex.calls.filter((x) => x.runId === c.runId && x.callId === c.callId).length === 1) await gates.get(c.runId)?.wait
     return { content: 'held once' }
   })
+  ex.on('hold-build', async (c) => {
+    await gates.get(c.runId)?.wait
+    return { status: 'committed', result: { label: 'Wall' } }
+  })
   const toolsFile = join(tmpdir(), `toolgate-replica-tools-${randomUUID()}.json`)
-  writeFileSync(toolsFile, JSON.stringify({ tools: [tool('look', ex.url, { readOnly: true }), tool('build', ex.url, { action: {} }), tool('hold', ex.url), tool('holdonce', ex.url), tool('poke', ex.url)] }))
+  writeFileSync(toolsFile, JSON.stringify({
+    tools: [
+      tool('look', ex.url, { readOnly: true }), tool('build', ex.url, { action: {} }), tool('hold', ex.url),
+      tool('holdonce', ex.url), tool('poke', ex.url), tool('hold-build', ex.url, { action: {} })
+    ]
+  }))
   t.teardown(() => rmSync(toolsFile, { force: true }))
 
   const server = buildToolgate(t)
@@ -163,6 +172,41 @@ async function replicas (): Promise<void> {
     const run = await call(a, 'GET', '/v1/runs/pause')
     t.equal(run.body.counters.turns, 1)
     t.equal(run.body.counters.toolCalls, 3, 'the resumed batch\'s calls are counted once')
+  })
+
+  t.test('a batch resent after its replica was killed with an action call at the executor does not send that call again', async (t) => {
+    // A replica of its own, so the others stay up for the tests after this one.
+    const c = await startReplica(t, server, 'C', env)
+    t.equal((await call(a, 'POST', '/v1/runs', { runId: 'killed-action' })).status, 201)
+    const g = gate()
+    gates.set('killed-action', g)
+    const calls = [{ id: 'c1', name: 'hold-build', arguments: { x: 1 } }, { id: 'c2', name: 'build', arguments: { x: 2 } }, { id: 'c3', name: 'look', arguments: { x: 3 } }]
+    void batch(c, 'killed-action', 'b1', calls).catch(() => {})
+    await until('the held action to reach the executor', () => executorCalls('killed-action', 'hold-build') === 1)
+    await c.kill()
+    // The executor commits it after all, with nobody left to hear the answer.
+    g.open()
+
+    let answer: Answer | undefined
+    for (let i = 0; i < 100; i++) {
+      const res = await batch(a, 'killed-action', 'b1', calls)
+      if (res.status !== 409) {
+        answer = res
+        break
+      }
+      t.equal(res.body.code, 'run_busy', 'refused while the dead replica\'s lease holds')
+      await sleep(LEASE_MS / 8)
+    }
+    t.equal(answer?.status, 200, 'the resent batch runs once the lease has expired')
+    t.equal(answer?.body.turn, 1, 'under the turn it was first given')
+    const results = answer?.body.results as Array<{ callId: string, status: string, details: Record<string, any> }>
+    t.same(results.map((r) => [r.callId, r.status]), [['c1', 'uncertain'], ['c2', 'blocked'], ['c3', 'ok']])
+    t.match(results[0]!.details.receipt, { status: 'uncertain', result: { error: 'outcome_unknown', cause: 'no_answer_recorded' }, dispatch: { disposition: 'replayed' } })
+    t.equal(results[1]!.details.blockedBy, 'c1', 'a later write waits on the action that may have happened')
+    t.equal(executorCalls('killed-action', 'hold-build'), 1, 'the held action was sent once')
+    t.equal(executorCalls('killed-action', 'build'), 0)
+    const receipts = await call(b, 'GET', '/v1/runs/killed-action/receipts')
+    t.same(receipts.body.receipts.map((r: { callId: string, status: string }) => [r.callId, r.status]), [['c1', 'uncertain']], 'the journal keeps the pending receipt')
   })
 
   t.test('a replica killed in the middle of a batch leaves the run usable once its lease expires', async (t) => {
