@@ -8,7 +8,7 @@ import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
-import { operationId } from '../receipts/operation-id.js'
+import { type RunIdentity, operationId } from '../receipts/operation-id.js'
 import { canonicalJson, fingerprint } from '../repeat/fingerprint.js'
 import { sha256 } from '../repeat/sha256.js'
 import { policyMessage } from '../repeat/tracker.js'
@@ -435,10 +435,11 @@ export class BatchEngine {
     })
 
     const bodyPrefix = executorBodyPrefix(req.runId, req.batchId)
+    const identity: RunIdentity = { runId: req.runId, tenant: req.tenant, createdAt: run.createdAt }
     const dispatch = (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> => {
       const call = byIndex.get(c.index)!
       const callInfo = started[c.index] ?? info(c, epoch)
-      const opId = operationId(req.runId, call.id, fingerprints[call.index]!)
+      const opId = operationId(identity, call.id, fingerprints[call.index]!)
       const ctx: DispatchContext = { runId: req.runId, batchId: req.batchId, bodyPrefix, client: this.#deps.client, headers: observer.executorHeaders(callInfo) }
       if (call.tool.action === null) return dispatchPlain(ctx, call, opId)
       return dispatchAction({ ...ctx, store: this.#deps.store, tenant: req.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }, call, opId, preparedAt)

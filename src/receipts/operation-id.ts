@@ -1,10 +1,21 @@
 import { sha256 } from '../repeat/sha256.js'
 
+/** What makes one run, among all runs that may ever carry its id. */
+export interface RunIdentity {
+  runId: string
+  tenant: string
+  /** Epoch ms: a run id reused once its run expired is another run. */
+  createdAt: number
+}
+
 /**
  * The operation id of a call: derived from the run, the call id and the
  * call's fingerprint, so a resent call maps to the same operation while a
- * reused call id with other arguments does not.
+ * reused call id with other arguments does not. The run is its id, tenant
+ * and creation time: receipts outlive their run, and a later run that
+ * reuses the id (another tenant's, or the same tenant's) must never be
+ * answered with an earlier run's receipt.
  */
-export function operationId (runId: string, callId: string, fingerprint: string): string {
-  return 'op_' + sha256(`${runId}\u0000${callId}\u0000${fingerprint}`, 'hex').slice(0, 40)
+export function operationId (run: RunIdentity, callId: string, fingerprint: string): string {
+  return 'op_' + sha256(`${run.tenant}\u0000${run.runId}\u0000${run.createdAt}\u0000${callId}\u0000${fingerprint}`, 'hex').slice(0, 40)
 }

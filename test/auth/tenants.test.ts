@@ -113,3 +113,31 @@ t.test("a tenant's batch ids and operation ids are its own: the same ids in two 
   const cross = await call(app, ACME, 'GET', `/v1/receipts/${b.body.results[0].details.receipt.operationId as string}`)
   t.equal(cross.status, 404)
 })
+
+t.test('a run id used again once its run is gone, by another tenant or the same one, is a new run: no earlier run\'s receipt answers its calls', async (t) => {
+  const ex = await startExecutor(t)
+  ex.on('build', (c) => ({ status: 'committed', result: { label: `built for ${c.runId} #${ex.calls.length}` } }))
+  // One run at a time: creating a run evicts the one before, so an id comes free at once.
+  const { app } = await buildTestApp(t, { keysDoc, config: { maxRuns: 1 }, tools: [tool('build', ex.url, { action: {} })] })
+  const action = [{ id: 'c1', name: 'build', arguments: { x: 1, y: 2 } }]
+  const receiptOf = (res: { body: any }) => res.body.results[0].details.receipt
+
+  t.equal((await call(app, ACME, 'POST', '/v1/runs', { runId: 'shared' })).status, 201)
+  const first = receiptOf(await call(app, ACME, 'POST', '/v1/runs/shared/batches', { calls: action }))
+  t.equal(first.dispatch.disposition, 'dispatched')
+
+  t.equal((await call(app, RIVAL, 'POST', '/v1/runs', { runId: 'other' })).status, 201, "acme's run is evicted")
+  t.equal((await call(app, RIVAL, 'POST', '/v1/runs', { runId: 'shared' })).status, 201, 'the id is free for another tenant')
+  const rival = receiptOf(await call(app, RIVAL, 'POST', '/v1/runs/shared/batches', { calls: action }))
+  t.equal(rival.dispatch.disposition, 'dispatched', "the same call in another tenant's run of that id is sent, not answered from acme's receipt")
+  t.not(rival.operationId, first.operationId)
+  t.not(rival.result.label, first.result.label)
+  t.equal((await call(app, RIVAL, 'GET', `/v1/receipts/${first.operationId}`)).status, 404, "acme's receipt stays acme's")
+
+  t.equal((await call(app, ACME, 'POST', '/v1/runs', { runId: 'shared2' })).status, 201)
+  t.equal((await call(app, ACME, 'POST', '/v1/runs', { runId: 'shared' })).status, 201, 'and free for acme again')
+  const again = receiptOf(await call(app, ACME, 'POST', '/v1/runs/shared/batches', { calls: action }))
+  t.equal(again.dispatch.disposition, 'dispatched', "a new run of acme's with the old id sends the call too")
+  t.not(again.operationId, first.operationId)
+  t.equal(ex.calls.length, 3, 'each run sent its call once')
+})

@@ -14,7 +14,7 @@ t.test('writes exactly what JSON.stringify writes for the body object, whatever 
     fc.integer({ min: 0, max: 253402300799999 }),
     (runId, batchId, callId, tool, args, deadlineMs) => {
       const call = { id: callId, tool: { name: tool }, arguments: args } as unknown as PreparedCall
-      const opId = operationId(runId, callId, fingerprint(tool, args))
+      const opId = operationId({ runId, tenant: 't', createdAt: deadlineMs }, callId, fingerprint(tool, args))
       const deadline = iso.at(deadlineMs)
       const expected = JSON.stringify({ runId, batchId, callId, tool, arguments: args, operationId: opId, deadline })
       return executorBody(executorBodyPrefix(runId, batchId), call, opId, deadline) === expected

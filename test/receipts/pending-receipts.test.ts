@@ -6,7 +6,7 @@
  */
 import t, { type Test } from 'tap'
 import { NO_ANSWER_RECORDED } from '../../src/batch/dispatch-action.js'
-import { operationId } from '../../src/receipts/operation-id.js'
+import { type RunIdentity, operationId } from '../../src/receipts/operation-id.js'
 import type { Receipt } from '../../src/receipts/types.js'
 import { fingerprint } from '../../src/repeat/fingerprint.js'
 import { MemoryStore } from '../../src/store/memory.js'
@@ -35,10 +35,11 @@ async function setup (t: Test, opts: { store?: MemoryStore, action?: Record<stri
 }
 
 /** What a dispatch that died after storing its pending receipt leaves in the journal. */
-function deadDispatchReceipt (runId: string, callId: string, toolName: string, args: Record<string, unknown>): Receipt {
+function deadDispatchReceipt (run: RunIdentity, callId: string, toolName: string, args: Record<string, unknown>): Receipt {
   const at = new Date().toISOString()
+  const { runId } = run
   return {
-    operationId: operationId(runId, callId, fingerprint(toolName, args)),
+    operationId: operationId(run, callId, fingerprint(toolName, args)),
     runId,
     batchId: 'b1',
     callId,
@@ -99,7 +100,7 @@ t.test('while an action call is at its executor the journal holds its pending re
 t.test('an action call whose operation has a pending receipt is not sent: it replays uncertain and blocks later writes with its conflict key', async (t) => {
   const { ex, app } = await setup(t)
   await post(app, '/v1/runs', { runId: 'r1' })
-  const dead = deadDispatchReceipt('r1', 'c1', 'build', { x: 1 })
+  const dead = deadDispatchReceipt((await app.services.store.getRun('r1'))!, 'c1', 'build', { x: 1 })
   await app.services.store.putReceipt(dead, OPEN_TENANT, 'the-dead-dispatch')
   const res = await post(app, '/v1/runs/r1/batches', {
     batchId: 'b1',
@@ -126,7 +127,7 @@ t.test('an action call whose operation has a pending receipt is not sent: it rep
 t.test('a pending receipt of an action without a conflict key blocks every later write of the batch, not reads', async (t) => {
   const { ex, app } = await setup(t)
   await post(app, '/v1/runs', { runId: 'r1' })
-  await app.services.store.putReceipt(deadDispatchReceipt('r1', 'c1', 'place', { x: 1 }), OPEN_TENANT, 'the-dead-dispatch')
+  await app.services.store.putReceipt(deadDispatchReceipt((await app.services.store.getRun('r1'))!, 'c1', 'place', { x: 1 }), OPEN_TENANT, 'the-dead-dispatch')
   const res = await post(app, '/v1/runs/r1/batches', {
     calls: [
       { id: 'c1', name: 'place', arguments: { x: 1 } },
