@@ -6,6 +6,7 @@ import type { Receipt, ReceiptStatus } from '../receipts/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import type { Store } from '../store/types.js'
 import { type DispatchContext, type PlainOutcome, isObject, sendToExecutor } from './dispatch-call.js'
+import { errorContent } from './content.js'
 
 /** An action call's settled result: a plain outcome, or a projection that failed. */
 export interface ActionOutcome {
@@ -26,6 +27,8 @@ export interface ActionContext extends DispatchContext {
 /** Why a pending receipt's outcome is unknown: the dispatch that wrote it never recorded an answer (its replica died, or the store failed). */
 export const NO_ANSWER_RECORDED = 'no_answer_recorded'
 
+const NOT_JOURNALLED_MESSAGE = 'The action was not performed: its operation could not be recorded before sending, so it was not sent. Nothing changed; it may be retried.'
+
 /**
  * Dispatches an action tool call: at most once per operation id. Before the
  * request is sent, a pending receipt (status `uncertain`) is stored, first
@@ -40,7 +43,17 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
   const t0 = performance.now()
   const pending = pendingReceipt(ctx, call, operationId, preparedAt, dispatchedAt.toISOString())
   const token = randomUUID()
-  const stored = await ctx.store.putReceipt(pending, ctx.tenant, token)
+  let stored: Receipt
+  try {
+    stored = await ctx.store.putReceipt(pending, ctx.tenant, token)
+  } catch {
+    // Nothing was sent: an action is never sent before its operation is journalled. A definitive error, blocking nothing.
+    return {
+      value: { status: 'error', content: errorContent('store_unavailable', NOT_JOURNALLED_MESSAGE), isError: true, details: { cause: 'store_unavailable', operationId } },
+      uncertain: false,
+      closeBatch: false
+    }
+  }
   let receipt: Receipt
   let shown: Receipt
   if (stored !== pending) {

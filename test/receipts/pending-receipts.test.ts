@@ -166,3 +166,22 @@ t.test('a final receipt that could not be stored leaves the pending one: the cal
   t.equal(ex.calls.length, 1, 'the executor saw the operation once')
   t.same((await get(app, '/v1/runs/r1/receipts')).body.receipts.map((r: Receipt) => r.status), ['uncertain'])
 })
+
+/** A memory store that cannot journal a receipt at all, as a Redis that went away just before the dispatch. */
+class JournalFails extends MemoryStore {
+  override async putReceipt (): Promise<Receipt> {
+    throw new StoreUnavailableError('The Redis store failed: connection lost')
+  }
+}
+
+t.test('an action whose pending receipt cannot be stored is not sent: a definitive error that blocks no later write', async (t) => {
+  const store = new JournalFails({ runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 60_000, maxReceipts: 1000 })
+  const { ex, app } = await setup(t, { store })
+  await post(app, '/v1/runs', { runId: 'r1' })
+  const res = await post(app, '/v1/runs/r1/batches', { calls: [{ id: 'c1', name: 'build', arguments: { x: 1 } }, { id: 'c2', name: 'build', arguments: { x: 1, y: 2 } }, { id: 'c3', name: 'look', arguments: {} }] })
+  const results = res.body.results as Result[]
+  t.same(statuses(results), [['c1', 'error'], ['c2', 'error'], ['c3', 'ok']], 'not uncertain: nothing was sent, so nothing is blocked either')
+  t.equal(results[0]!.details.cause, 'store_unavailable')
+  t.match(JSON.parse(results[0]!.content), { error: 'store_unavailable' })
+  t.same(ex.calls.map((c) => c.callId), ['c3'], 'no action reached the executor')
+})
