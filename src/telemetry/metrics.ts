@@ -98,6 +98,14 @@ export class Metrics {
         } catch { /* the store's own health shows on /readyz */ }
       }
     })
+    new Gauge({
+      name: 'toolgate_store_up',
+      help: 'Whether the store of run state answers (1) or not (0), as /readyz sees it; toolgate_active_runs keeps its last value while it is 0.',
+      registers,
+      async collect () {
+        this.set(await store.ready().then((up) => (up ? 1 : 0), () => 0))
+      }
+    })
     // Every outcome is exported from the start, so rates work before the first of each.
     for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0)
   }

@@ -57,7 +57,9 @@ t.test('while Redis is unreachable /readyz answers 503 and batches get 503 overl
   const store = new RedisStore({ url: `redis://127.0.0.1:${port}`, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 60_000, commandTimeoutMs: 2000 })
   const { app } = await buildTestApp(t, { store, tools: [tool('build', ex.url)] })
 
+  const storeUp = async (): Promise<string | undefined> => /^toolgate_store_up (\d)$/m.exec((await app.inject({ url: '/metrics' })).body)?.[1]
   t.same((await get(app, '/readyz')).body, { status: 'ready' })
+  t.equal(await storeUp(), '1', 'the store is up, says /metrics')
   t.equal((await post(app, '/v1/runs', { runId: 'r1' })).status, 201)
   t.equal((await post(app, '/v1/runs/r1/batches', { batchId: 'b1', calls: [{ id: 'c1', name: 'build', arguments: { x: 1 } }] })).status, 200)
   t.equal(ex.calls.length, 1)
@@ -66,6 +68,7 @@ t.test('while Redis is unreachable /readyz answers 503 and batches get 503 overl
   const ready = await get(app, '/readyz')
   t.equal(ready.status, 503)
   t.same(ready.body, { status: 'store_unavailable' })
+  t.equal(await storeUp(), '0', 'and that it is down, while the scrape itself answers')
   const batch = await post(app, '/v1/runs/r1/batches', { batchId: 'b2', calls: [{ id: 'c2', name: 'build', arguments: { x: 2 } }] })
   t.equal(batch.status, 503)
   t.match(batch.headers['content-type'], /application\/problem\+json/)
@@ -80,6 +83,7 @@ t.test('while Redis is unreachable /readyz answers 503 and batches get 503 overl
     if (status !== 200) await sleep(100)
   }
   t.equal(status, 200, 'ready again once Redis is back')
+  t.equal(await storeUp(), '1')
   // This Redis kept nothing (no persistence): the service works again from scratch.
   t.equal((await post(app, '/v1/runs', { runId: 'r3' })).status, 201)
   t.equal((await post(app, '/v1/runs/r3/batches', { calls: [{ id: 'c3', name: 'build', arguments: { x: 3 } }] })).status, 200)
