@@ -91,9 +91,10 @@ export interface Store {
   /**
    * Replaces the pending receipt stored under `pending` with the operation's
    * final receipt (`tenant` as given to putReceipt), in place: the same
-   * journal entry and expiry, no token any more. Only while the stored receipt is still that pending one: a final
-   * receipt, another dispatch's pending receipt or a missing one is left as it
-   * is. Answers whether it replaced it.
+   * journal entry and expiry, no token any more. Only while the stored
+   * receipt is still that pending one: a final receipt, another dispatch's
+   * pending receipt or a missing one is left as it is. Answers whether it
+   * replaced it.
    */
   settleReceipt (receipt: Receipt, tenant: string, pending: string): Promise<boolean>
   /** A receipt with the tenant of its run, which alone may read it. */
