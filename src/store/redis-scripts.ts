@@ -77,7 +77,8 @@ return 1
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
  * and a batch id to record (its batchId and hash; '' for none). The version
  * covers the batch ids: a batch id is recorded only in the write that bumps it.
- * Answers 1 when written, 0 when the run is gone, -1 when another write came first.
+ * Answers 1 when written, 0 when the run is gone, and when another write came
+ * first the version and record it left, so the writer can try again at once.
  * The run's receipts are kept until `rx`, at least retention after the run's
  * expiry; when the run outlives that, every receipt's TTL is pushed on by the
  * slack too, so this loop runs about once per slack, not once per update.
@@ -85,7 +86,7 @@ return 1
 export const UPDATE_RUN = script('update-run', INDEX + `
 local v = redis.call('HGET', KEYS[1], 'v')
 if not v then return 0 end
-if v ~= ARGV[1] then return -1 end
+if v ~= ARGV[1] then return { v, redis.call('HGET', KEYS[1], 'r') } end
 local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
 redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'r', ARGV[2])

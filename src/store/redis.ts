@@ -37,7 +37,21 @@ const DEFAULT_MAX_UPDATE_ATTEMPTS = 100
 const EVICTION_SCAN = 1000
 const LIST_CHUNK = 500
 
-type Write = 'ok' | 'gone' | 'conflict'
+/** How a compare-and-set went; a conflict answers the version and record that won. */
+type Write = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'conflict', version: string, json: string }
+
+/** A run as this replica last wrote it, or as a lost compare-and-set answered it. */
+interface Known { version: string, json: string, leaseExpiresAt: number }
+
+/**
+ * How long a run's lease must still have to go for its last known version to
+ * be used without a read: while the lease holds, the run's key cannot expire
+ * or be evicted (and come back as another run whose versions start again),
+ * and this much allows for the clocks of two replicas to differ.
+ */
+const KNOWN_LEASE_MARGIN_MS = 1000
+/** Most runs whose last version is kept; a run needs one only while a batch of it is running. */
+const MAX_KNOWN = 10_000
 
 /** What an update reads and writes beside the run record, in the same compare-and-set. */
 interface Beside {
@@ -58,7 +72,8 @@ interface CancelMessage { runId: string, reason: CancelReason, origin: string }
  * The shared store of several replicas. Run records are JSON with a version;
  * `updateRun` reads, runs `fn` on that fresh copy, and writes back with a Lua
  * compare-and-set, re-reading and re-running `fn` when another replica wrote
- * first. Updates of one run from this process are queued, so the
+ * first (a run with a batch in flight starts from the version last written
+ * here instead of reading it; see #update). Updates of one run from this process are queued, so the
  * compare-and-set only ever races other processes. Expiry is Redis's own
  * (PEXPIRE), computed as the memory store computes it; see redis-scripts.ts
  * for the keys.
@@ -71,6 +86,8 @@ export class RedisStore implements Store {
   readonly #opts: Required<Omit<RedisStoreOptions, 'url' | 'prefix' | 'logger'>> & Pick<RedisStoreOptions, 'logger'>
   readonly #origin = randomUUID()
   readonly #queues = new Map<string, Promise<unknown>>()
+  /** Runs with a batch in flight, as last written from here: their next update skips the read (see #update). */
+  readonly #known = new Map<string, Known>()
   readonly #cancelListeners = new Set<CancelListener>()
   #down = false
   #closed = false
@@ -226,27 +243,82 @@ export class RedisStore implements Store {
     }))
   }
 
-  /** Compare-and-set of the run on its version, retried; what `beside` holds is read and written in the same steps. */
+  /**
+   * Compare-and-set of the run on its version, retried; what `beside` holds
+   * is read and written in the same steps. A run with a batch in flight
+   * (leased) was usually last written from here, a moment ago, by the same
+   * batch: its update starts from that version and record without reading
+   * them, which saves a round trip per update. The compare-and-set checks
+   * the version as it does after a read; when what was kept here is out of
+   * date it answers the run as the other write left it, and the update runs
+   * again from that at once. An entry of a batch id is only known by reading
+   * it, so updateRunWithBatchId always reads.
+   */
   #update<T> (runId: string, fn: (run: RunRecord) => T, beside: Beside = {}): Promise<UpdateResult<T>> {
     return this.#serial(runId, async () => {
+      // Only a batch id's entry needs a read: it is not kept here.
+      let guess = beside.entry === undefined ? this.#lastKnown(runId) : undefined
+      let answered: Known | undefined
       for (let attempt = 1; ; attempt++) {
-        const read = await this.#read(runId, beside.entry?.batchId)
-        if (read === undefined) return { found: false }
-        const [version, json, known] = read
+        let version: string
+        let json: string
+        let hash: string | undefined
+        const guessed = guess !== undefined
+        const start = guess ?? answered
+        guess = answered = undefined
+        if (start !== undefined) {
+          ({ version, json } = start)
+        } else {
+          const read = await this.#read(runId, beside.entry?.batchId)
+          if (read === undefined) {
+            this.#known.delete(runId)
+            return { found: false }
+          }
+          [version, json, hash] = read
+        }
         const { entry } = beside
-        if (entry !== undefined) entry.requestHash = known
+        if (entry !== undefined) entry.requestHash = hash
         const run = JSON.parse(json) as RunRecord
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
-        const written = await this.#write(run, version, beside, entry?.requestHash !== known ? entry : undefined)
-        if (written === 'ok') return { found: true, value }
-        if (written === 'gone') return { found: false }
+        const written = await this.#write(run, version, beside, entry?.requestHash !== hash ? entry : undefined)
+        if (written.kind === 'ok') {
+          this.#remember(run, written.json, nextVersion(version))
+          return { found: true, value }
+        }
+        this.#known.delete(runId)
+        if (written.kind === 'gone') return { found: false }
+        // What was kept here was out of date: start again at once, from the run as the conflict answered it.
+        // That attempt counts; this one raced nobody.
+        if (guessed) {
+          answered = { version: written.version, json: written.json, leaseExpiresAt: 0 }
+          attempt--
+          continue
+        }
         if (attempt >= this.#opts.maxUpdateAttempts) {
           throw new StoreUnavailableError(`Run ${runId} was changed by other replicas ${attempt} times while this one updated it`)
         }
+        // Another replica is writing the run: back off, then read it again.
         await sleep(Math.random() * Math.min(100, 2 ** attempt))
       }
     })
+  }
+
+  /** The run's last known version and record, while its lease has long enough to go that they can stand for a read. */
+  #lastKnown (runId: string): Known | undefined {
+    const known = this.#known.get(runId)
+    if (known === undefined) return undefined
+    if (known.leaseExpiresAt - this.#opts.now() > KNOWN_LEASE_MARGIN_MS) return known
+    this.#known.delete(runId)
+    return undefined
+  }
+
+  /** Keeps what was just written of a leased run; forgets a run without a lease (its next batch reads anyway). */
+  #remember (run: RunRecord, json: string, version: string): void {
+    this.#known.delete(run.runId)
+    if (run.inFlight === null) return
+    if (this.#known.size >= MAX_KNOWN) this.#known.delete(this.#known.keys().next().value!)
+    this.#known.set(run.runId, { version, json, leaseExpiresAt: run.inFlight.leaseExpiresAt })
   }
 
   /**
@@ -277,13 +349,16 @@ export class RedisStore implements Store {
   async #write (run: RunRecord, version: string, beside: Beside, recorded: Beside['entry']): Promise<Write> {
     const now = this.#opts.now()
     const { record } = beside
+    const json = JSON.stringify(run)
     const answer = await this.#eval(UPDATE_RUN,
       [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('batchids', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
-      [version, JSON.stringify(run), now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
+      [version, json, now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, beside.dropBatches === true ? '1' : '0', this.#key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
         recorded?.batchId ?? '', recorded?.requestHash ?? ''])
-    return answer === 1 ? 'ok' : answer === 0 ? 'gone' : 'conflict'
+    if (answer === 1) return { kind: 'ok', json }
+    if (Array.isArray(answer) && typeof answer[0] === 'string' && typeof answer[1] === 'string') return { kind: 'conflict', version: answer[0], json: answer[1] }
+    return { kind: 'gone' }
   }
 
   /** Idle expiry as in the memory store, but never before a valid lease runs out. */
@@ -415,3 +490,8 @@ function leaseOf (run: RunRecord): string {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The version UPDATE_RUN gives the record it writes over `version`. */
+function nextVersion (version: string): string {
+  return String(Number(version) + 1)
+}

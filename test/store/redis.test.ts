@@ -11,6 +11,7 @@ import { createStore } from '../../src/store/create.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RedisStore, parseStoreUrl } from '../../src/store/redis.js'
 import { StoreUnavailableError } from '../../src/store/types.js'
+import { connect } from 'node:net'
 import { REDIS_URL, deleteByPrefix, makeReceipt, makeRun, redisUnavailable } from './harness.js'
 
 const noRedis = await redisUnavailable()
@@ -121,3 +122,111 @@ t.test('a run record stays the same size however many batches the run had: batch
   t.equal(await raw.hlen(`${prefix}batchids:r1`), 200, 'the 200 batch ids are in their own hash')
   t.same(await store.updateRunWithBatchId('r1', 'batch_0123', (_run, entry) => entry.requestHash), { found: true, value: 'hash_batch_0123' }, 'and each reads back')
 })
+
+t.test('a run with a batch in flight is updated without reading it first, and no write of another replica in between is lost', { skip: noRedis ?? false }, async (t) => {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const options = { url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000 }
+  // One attempt only: an update that started from an out-of-date copy must still get through, without counting it.
+  const a = new RedisStore({ ...options, maxUpdateAttempts: 1 })
+  const b = new RedisStore(options)
+  const raw = new Redis(REDIS_URL)
+  const monitor = await monitorRedis()
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+    raw.disconnect()
+    monitor.close()
+    await deleteByPrefix(prefix)
+  })
+  // Reads of the run record, as Redis saw them; an ECHO seen by the monitor says it has caught up.
+  const readsSoFar = async (): Promise<number> => {
+    const mark = `${prefix}mark:${randomUUID()}`
+    await raw.echo(mark)
+    await monitor.seen(mark)
+    return monitor.lines.filter((l) => l.toLowerCase().includes(`"hmget" "${prefix}run:r1"`.toLowerCase())).length
+  }
+
+  await a.createRun(makeRun('r1', Date.now()))
+  await a.updateRunWithBatchId('r1', 'b1', (run, entry) => {
+    entry.requestHash = 'h1'
+    run.inFlight = { batchId: 'b1', owner: 'a', leaseExpiresAt: Date.now() + 30_000 }
+  })
+  const afterBegin = await readsSoFar()
+  t.equal(afterBegin, 1, 'the batch id is only known by reading')
+  await a.updateRun('r1', (run) => { run.counters.toolCalls = 1 })
+  await a.updateRun('r1', (run) => { run.counters.toolCalls++ })
+  t.equal(await readsSoFar(), afterBegin, 'two more updates of the leased run, and no read')
+
+  await b.updateRun('r1', (run) => { run.counters.totalTokens = 7 })
+  const seen = await a.updateRun('r1', (run) => {
+    run.counters.toolCalls++
+    return run.counters.totalTokens
+  })
+  t.same(seen, { found: true, value: 7 }, 'the update from an out-of-date copy ran again on the other replica\'s write')
+  const run = await a.getRun('r1')
+  t.equal(run?.counters.totalTokens, 7, 'the other replica\'s write is kept')
+  t.equal(run?.counters.toolCalls, 3, 'and so is every update of this one')
+
+  t.equal(await a.completeBatch('r1', 'a', { batchId: 'b1', requestHash: 'h1', responseJson: '{}', completedAt: Date.now() }), true, 'the batch completes')
+  const released = await readsSoFar()
+  await a.updateRun('r1', (r) => { r.counters.toolCalls++ })
+  t.equal(await readsSoFar(), released + 1, 'a run with no lease is read before it is updated')
+})
+
+t.test('a lease about to run out is not trusted for an update without a read', { skip: noRedis ?? false }, async (t) => {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  let clock = Date.now()
+  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000, now: () => clock })
+  const raw = new Redis(REDIS_URL)
+  t.teardown(async () => {
+    await store.close()
+    raw.disconnect()
+    await deleteByPrefix(prefix)
+  })
+  await store.createRun(makeRun('r1', clock))
+  await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b1', owner: 'a', leaseExpiresAt: clock + 30_000 } })
+  // Once the lease has run out the key may go and a run of the same id come back, its versions
+  // counting from 1 again: here, as by hand, at the very version kept here, so only a read can tell.
+  const [version, json] = await raw.hmget(`${prefix}run:r1`, 'v', 'r') as [string, string]
+  const changed = { ...JSON.parse(json) as Record<string, unknown>, terminationReason: 'timeout' }
+  await raw.hset(`${prefix}run:r1`, 'v', version, 'r', JSON.stringify(changed))
+  clock += 29_500
+  const value = await store.updateRun('r1', (run) => run.terminationReason)
+  t.same(value, { found: true, value: 'timeout' }, 'within a second of the lease\'s end the run is read again')
+})
+
+/** A MONITOR connection of its own (plain RESP, one line per command Redis runs), for counting commands. */
+async function monitorRedis (): Promise<{ lines: string[], seen: (text: string) => Promise<void>, close: () => void }> {
+  const { hostname, port } = new URL(REDIS_URL)
+  const socket = connect(Number(port || 6379), hostname)
+  const lines: string[] = []
+  const waiting: Array<{ text: string, resolve: () => void }> = []
+  let buffered = ''
+  let started: () => void = () => {}
+  const ok = new Promise<void>((resolve) => { started = resolve })
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => {
+    buffered += chunk
+    let end: number
+    while ((end = buffered.indexOf('\r\n')) >= 0) {
+      const line = buffered.slice(0, end)
+      buffered = buffered.slice(end + 2)
+      if (line === '+OK') { started(); continue }
+      lines.push(line)
+      for (const w of waiting.filter((x) => line.includes(x.text))) {
+        waiting.splice(waiting.indexOf(w), 1)
+        w.resolve()
+      }
+    }
+  })
+  socket.write('MONITOR\r\n')
+  await ok
+  return {
+    lines,
+    seen: async (text) => {
+      if (lines.some((l) => l.includes(text))) return
+      await new Promise<void>((resolve) => { waiting.push({ text, resolve }) })
+    },
+    close: () => { socket.destroy() }
+  }
+}
