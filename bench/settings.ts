@@ -18,12 +18,12 @@ export interface BenchSettings {
 }
 
 export const FULL: BenchSettings = {
-  rounds: 5,
+  rounds: 9,
   concurrency: [10, 50],
   batchSizes: [10, 1],
   globalWarmupMs: 1500,
-  warmupMs: 300,
-  windowMs: 1200,
+  warmupMs: 200,
+  windowMs: 700,
   // About a quarter of what the relay sustains here: loaded, never saturated.
   latency: { rounds: 4, warmupMs: 200, windowMs: 1200, batchesPerSec: { 1: 500, 10: 100 }, runs: 32 },
   makespan: { rounds: 3, batches: 16, maxMs: 40, seed: 1 },
