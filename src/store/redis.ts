@@ -38,7 +38,7 @@ const EVICTION_SCAN = 1000
 const LIST_CHUNK = 500
 
 /** How a compare-and-set went; a conflict answers the version and record that won. */
-type Write = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'conflict', version: string, json: string }
+type Write = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'conflict', version: string, json: string | undefined }
 
 /** A run as this replica last wrote it, or as a lost compare-and-set answered it. */
 interface Known { version: string, json: string, leaseExpiresAt: number }
@@ -73,8 +73,8 @@ interface CancelMessage { runId: string, reason: CancelReason, origin: string }
  * `updateRun` reads, runs `fn` on that fresh copy, and writes back with a Lua
  * compare-and-set, re-reading and re-running `fn` when another replica wrote
  * first (a run with a batch in flight starts from the version last written
- * here instead of reading it; see #update). Updates of one run from this process are queued, so the
- * compare-and-set only ever races other processes. Expiry is Redis's own
+ * here instead of reading it; see #update). Updates of one run from this
+ * process are queued, so the compare-and-set only ever races other processes. Expiry is Redis's own
  * (PEXPIRE), computed as the memory store computes it; see redis-scripts.ts
  * for the keys.
  */
@@ -288,10 +288,10 @@ export class RedisStore implements Store {
         }
         this.#known.delete(runId)
         if (written.kind === 'gone') return { found: false }
-        // What was kept here was out of date: start again at once, from the run as the conflict answered it.
-        // That attempt counts; this one raced nobody.
+        // What was kept here was out of date: this attempt raced nobody and does not count.
+        // The next starts at once from the run as the conflict answered it (or reads it).
         if (guessed) {
-          answered = { version: written.version, json: written.json, leaseExpiresAt: 0 }
+          if (written.json !== undefined) answered = { version: written.version, json: written.json, leaseExpiresAt: 0 }
           attempt--
           continue
         }
@@ -357,8 +357,9 @@ export class RedisStore implements Store {
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
         recorded?.batchId ?? '', recorded?.requestHash ?? ''])
     if (answer === 1) return { kind: 'ok', json }
-    if (Array.isArray(answer) && typeof answer[0] === 'string' && typeof answer[1] === 'string') return { kind: 'conflict', version: answer[0], json: answer[1] }
-    return { kind: 'gone' }
+    if (answer === 0) return { kind: 'gone' }
+    const [won, wonJson] = Array.isArray(answer) ? answer as unknown[] : []
+    return { kind: 'conflict', version: String(won), json: typeof wonJson === 'string' ? wonJson : undefined }
   }
 
   /** Idle expiry as in the memory store, but never before a valid lease runs out. */

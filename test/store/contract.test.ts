@@ -67,6 +67,24 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.ok(ran >= n, 'fn ran at least once per update (again after a conflict)')
   })
 
+  t.test('concurrent updates of a leased run from two clients lose no increment either', async (t) => {
+    // A leased run is where a client may start from the version it wrote last instead of reading it.
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now(), { inFlight: { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 } }))
+    await store.updateRun('r1', () => {})
+    await peer.updateRun('r1', () => {})
+    const n = 40
+    const increment = (s: typeof store) => s.updateRun('r1', (run) => {
+      run.counters.toolCalls += 1
+      return run.counters.toolCalls
+    })
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => increment(i % 3 === 0 ? store : peer)))
+    const values = results.map((r) => (r.found ? r.value : -1)).sort((a, b) => a - b)
+    t.same(values, Array.from({ length: n }, (_, i) => i + 1), 'every update saw a distinct value')
+    for (let i = 0; i < 10; i++) await increment(i % 2 === 0 ? store : peer)
+    t.equal((await store.getRun('r1'))?.counters.toolCalls, n + 10, 'taking turns, each client starting from a copy the other made out of date')
+  })
+
   t.test('an idle run expires runTtl after its last use, and each update restarts that', async (t) => {
     const ttl = h.ttl.long
     const { store, peer, now, advance } = await h.open(t, { runTtlMs: ttl })
