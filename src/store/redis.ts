@@ -40,8 +40,11 @@ const LIST_CHUNK = 500
 /** How a compare-and-set went; a conflict answers the version and record that won. */
 type Write = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'conflict', version: string, json: string | undefined }
 
-/** A run as this replica last wrote it, or as a lost compare-and-set answered it. */
-interface Known { version: string, json: string, leaseExpiresAt: number }
+/** A run record and its version, as written or as a lost compare-and-set answered them. */
+interface Versioned { version: string, json: string }
+
+/** A leased run as this replica last wrote it. */
+interface Known extends Versioned { leaseExpiresAt: number }
 
 /**
  * How long a run's lease must still have to go for its last known version to
@@ -258,7 +261,7 @@ export class RedisStore implements Store {
     return this.#serial(runId, async () => {
       // Only a batch id's entry needs a read: it is not kept here.
       let guess = beside.entry === undefined ? this.#lastKnown(runId) : undefined
-      let answered: Known | undefined
+      let answered: Versioned | undefined
       for (let attempt = 1; ; attempt++) {
         let version: string
         let json: string
@@ -291,7 +294,7 @@ export class RedisStore implements Store {
         // What was kept here was out of date: this attempt raced nobody and does not count.
         // The next starts at once from the run as the conflict answered it (or reads it).
         if (guessed) {
-          if (written.json !== undefined) answered = { version: written.version, json: written.json, leaseExpiresAt: 0 }
+          if (written.json !== undefined) answered = { version: written.version, json: written.json }
           attempt--
           continue
         }
