@@ -77,9 +77,9 @@ interface CancelMessage { runId: string, reason: CancelReason, origin: string }
  * compare-and-set, re-reading and re-running `fn` when another replica wrote
  * first (a run with a batch in flight starts from the version last written
  * here instead of reading it; see #update). Updates of one run from this
- * process are queued, so the compare-and-set only ever races other processes. Expiry is Redis's own
- * (PEXPIRE), computed as the memory store computes it; see redis-scripts.ts
- * for the keys.
+ * process are queued, so the compare-and-set only ever races other
+ * processes. Expiry is Redis's own (PEXPIRE), computed as the memory store
+ * computes it; see redis-scripts.ts for the keys.
  */
 export class RedisStore implements Store {
   readonly #redis: Redis

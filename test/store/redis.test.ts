@@ -4,6 +4,7 @@
  */
 import { freePort } from '../helper.js'
 import { randomUUID } from 'node:crypto'
+import { connect } from 'node:net'
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { defaultConfig } from '../../src/config.js'
@@ -11,7 +12,6 @@ import { createStore } from '../../src/store/create.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RedisStore, parseStoreUrl } from '../../src/store/redis.js'
 import { StoreUnavailableError } from '../../src/store/types.js'
-import { connect } from 'node:net'
 import { REDIS_URL, deleteByPrefix, makeReceipt, makeRun, redisUnavailable } from './harness.js'
 
 const noRedis = await redisUnavailable()
