@@ -130,12 +130,12 @@ export class BatchEngine {
     const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => this.#begin(run, entry, req, requestHash, tokens))
     const begin: Begin = begun.found ? begun.value : { kind: 'not_found' }
     switch (begin.kind) {
-      case 'not_found': throw new ProblemError('run_not_found', `No run ${req.runId}`)
-      case 'busy': throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
-      case 'reused': throw new ProblemError('batch_id_reused', `Batch ${req.batchId} was sent before with other calls.`)
+      case 'not_found':
+      case 'busy':
+      case 'reused':
       case 'not_active':
-        if (begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId)
-        throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
+        if (begin.kind === 'not_active' && begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId)
+        throw refusal(begin, req)
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
         if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
@@ -155,7 +155,7 @@ export class BatchEngine {
    * action is sent twice.
    */
   async #resume (req: BatchRequest, requestHash: string): Promise<BatchAnswer> {
-    const resumed = await this.#deps.store.updateRun(req.runId, (run): Begin => {
+    const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Begin, { kind: 'started' | 'busy' | 'not_active' }> => {
       if (run.tenant !== req.tenant) throw notFound(req.runId)
       const now = Date.now()
       if (run.inFlight !== null && run.inFlight.leaseExpiresAt > now) return { kind: 'busy' }
@@ -163,11 +163,9 @@ export class BatchEngine {
       run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
       return { kind: 'started', run, turn: run.counters.turns }
     })
-    const begin: Begin = resumed.found ? resumed.value : { kind: 'not_found' }
+    const begin = resumed.found ? resumed.value : { kind: 'not_found' as const }
     if (begin.kind === 'started') return await this.#run(req, begin.run, begin.turn, requestHash)
-    if (begin.kind === 'not_found') throw new ProblemError('run_not_found', `No run ${req.runId}`)
-    if (begin.kind === 'not_active') throw new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
-    throw new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
+    throw refusal(begin, req)
   }
 
   /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
@@ -515,6 +513,16 @@ const MIN_RENEWAL_MS = 100
 
 /** The longest delay a Node timer honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** The problem a batch that does not start answers. */
+function refusal (begin: Exclude<Begin, { kind: 'started' | 'replay' }>, req: BatchRequest): ProblemError {
+  switch (begin.kind) {
+    case 'not_found': return notFound(req.runId)
+    case 'busy': return new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
+    case 'reused': return new ProblemError('batch_id_reused', `Batch ${req.batchId} was sent before with other calls.`)
+    case 'not_active': return new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
+  }
+}
 
 function notFound (runId: string): ProblemError {
   return new ProblemError('run_not_found', `No run ${runId}`)
