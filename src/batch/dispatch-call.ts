@@ -15,6 +15,8 @@ export interface DispatchContext {
   client: ExecutorClient
   /** Extra headers of the executor request (trace context). */
   headers: Record<string, string> | undefined
+  /** JSON.stringify of the call's arguments, when known already. */
+  argumentsJson?: string | undefined
 }
 
 /** What the executor said, given its tool-level meaning. */
@@ -33,7 +35,7 @@ export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operat
   return ctx.client.post({
     url: call.tool.executor.url,
     timeoutMs,
-    body: executorBody(ctx.bodyPrefix, call, operationId, DEADLINES.at(Date.now() + timeoutMs)),
+    body: executorBody(ctx.bodyPrefix, call, operationId, DEADLINES.at(Date.now() + timeoutMs), ctx.argumentsJson),
     headers: { 'idempotency-key': operationId, ...ctx.headers }
   })
 }

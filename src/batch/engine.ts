@@ -9,7 +9,7 @@ import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
 import { type RunIdentity, operationId } from '../receipts/operation-id.js'
-import { canonicalJson, fingerprint } from '../repeat/fingerprint.js'
+import { type CanonicalText, canonicalJson, canonicalText, fingerprintOfText } from '../repeat/fingerprint.js'
 import { sha256 } from '../repeat/sha256.js'
 import { policyMessage } from '../repeat/tracker.js'
 import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
@@ -125,7 +125,8 @@ export class BatchEngine {
   /** Runs a batch, or answers the stored response of one sent before: `body` is the response as JSON text. */
   async execute (req: BatchRequest): Promise<BatchAnswer> {
     const { store } = this.#deps
-    const requestHash = hashCalls(req.calls)
+    const calls = identifyCalls(req.calls)
+    const { requestHash } = calls
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
     const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => this.#begin(run, entry, req, requestHash, tokens))
     const begin: Begin = begun.found ? begun.value : { kind: 'not_found' }
@@ -139,10 +140,10 @@ export class BatchEngine {
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
         if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
-        return await this.#resume(req, requestHash)
+        return await this.#resume(req, calls)
       }
       case 'started':
-        return await this.#run(req, begin.run, begin.turn, requestHash)
+        return await this.#run(req, begin.run, begin.turn, calls)
     }
   }
 
@@ -154,7 +155,7 @@ export class BatchEngine {
    * replays from it, `uncertain` if its answer was never recorded, so no
    * action is sent twice.
    */
-  async #resume (req: BatchRequest, requestHash: string): Promise<BatchAnswer> {
+  async #resume (req: BatchRequest, calls: IdentifiedCalls): Promise<BatchAnswer> {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Begin, { kind: 'started' | 'busy' | 'not_active' }> => {
       if (run.tenant !== req.tenant) throw notFound(req.runId)
       const now = Date.now()
@@ -164,7 +165,7 @@ export class BatchEngine {
       return { kind: 'started', run, turn: run.counters.turns }
     })
     const begin = resumed.found ? resumed.value : { kind: 'not_found' as const }
-    if (begin.kind === 'started') return await this.#run(req, begin.run, begin.turn, requestHash)
+    if (begin.kind === 'started') return await this.#run(req, begin.run, begin.turn, calls)
     throw refusal(begin, req)
   }
 
@@ -198,7 +199,7 @@ export class BatchEngine {
     return { kind: 'started', run, turn: run.counters.turns }
   }
 
-  async #run (req: BatchRequest, run: RunRecord, turn: number, requestHash: string): Promise<BatchAnswer> {
+  async #run (req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls): Promise<BatchAnswer> {
     const { store, telemetry } = this.#deps
     const t0 = performance.now()
     const options = run.options
@@ -231,11 +232,14 @@ export class BatchEngine {
         allowedTools: options.tools === null ? null : new Set(options.tools),
         scopes: req.scopes,
         maxArgumentBytes: this.#deps.maxArgumentBytes,
-        // Parsed from this request's body and hashed already (hashCalls): nothing else reads them.
-        argumentsOwned: true
+        // Parsed from this request's body and hashed already (identifyCalls): nothing else reads them.
+        argumentsOwned: true,
+        argumentTexts: calls.argumentTexts
       }
       const outcomes = await prepareBatch(req.calls, this.#deps.tools, ctx, this.#deps.authorizer)
-      const fingerprints = outcomes.map((o) => fingerprint(o.tool?.name ?? o.requestedName, o.arguments ?? null))
+      // One serialization of the prepared arguments gives the fingerprint and, mostly, the executor's body too.
+      const argumentTexts = outcomes.map((o) => canonicalText(o.arguments ?? null))
+      const fingerprints = outcomes.map((o, i) => fingerprintOfText(o.tool?.name ?? o.requestedName, argumentTexts[i]!.text))
 
       // Admission is atomic with the run: repeat streak, call budget, state.
       const admitted = await store.updateRun(req.runId, (r) => {
@@ -290,8 +294,8 @@ export class BatchEngine {
       }
       if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
 
-      const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, results, stats, observer, controller)
-      return await this.#finish(req, turn, requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller)
+      const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, argumentTexts, results, stats, observer, controller)
+      return await this.#finish(req, turn, calls.requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller)
     } catch (err) {
       observer.batchCompleted('error', performance.now() - t0)
       // A bug must not leave the run leased forever.
@@ -365,7 +369,7 @@ export class BatchEngine {
 
   /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
   async #schedule (req: BatchRequest, run: RunRecord, calls: PreparedCall[], preparedAt: string, fingerprints: string[],
-    results: CallResult[], stats: RunStats, observer: ObserverList, signal: StopSignal): Promise<boolean> {
+    argumentTexts: CanonicalText[], results: CallResult[], stats: RunStats, observer: ObserverList, signal: StopSignal): Promise<boolean> {
     if (calls.length === 0) return false
     const byIndex = new Map<number, PreparedCall>()
     const schedulable: SchedulableCall[] = calls.map((c) => {
@@ -438,7 +442,15 @@ export class BatchEngine {
       const call = byIndex.get(c.index)!
       const callInfo = started[c.index] ?? info(c, epoch)
       const opId = operationId(identity, call.id, fingerprints[call.index]!)
-      const ctx: DispatchContext = { runId: req.runId, batchId: req.batchId, bodyPrefix, client: this.#deps.client, headers: observer.executorHeaders(callInfo) }
+      const args = argumentTexts[call.index]!
+      const ctx: DispatchContext = {
+        runId: req.runId,
+        batchId: req.batchId,
+        bodyPrefix,
+        client: this.#deps.client,
+        headers: observer.executorHeaders(callInfo),
+        argumentsJson: args.plain ? args.text : undefined
+      }
       if (call.tool.action === null) return dispatchPlain(ctx, call, opId)
       return dispatchAction({ ...ctx, store: this.#deps.store, tenant: req.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }, call, opId, preparedAt)
     }
@@ -533,7 +545,25 @@ function reasonOf (d: CallResult['details']): string | undefined {
   return d.reason ?? d.cause ?? (d.httpStatus !== undefined && d.httpStatus >= 300 ? String(d.httpStatus) : undefined)
 }
 
-/** Identifies a batch's calls, so a reused batch id with other calls is caught. */
-export function hashCalls (calls: readonly RawCall[]): string {
-  return sha256(canonicalJson(calls.map((c) => [c.id, c.name, c.arguments ?? null])), 'base64url').slice(0, 22)
+/** A batch's calls as identified on arrival. */
+interface IdentifiedCalls {
+  /** Tells a resend of these calls from other calls under the same batch id. */
+  requestHash: string
+  /** Each call's raw arguments (`arguments ?? null`) as canonicalJson text. */
+  argumentTexts: string[]
+}
+
+/**
+ * Identifies a batch's calls, so a reused batch id with other calls is
+ * caught: a hash of the JCS form of `[[id, name, arguments ?? null], ...]`,
+ * written from each call's canonical arguments, which preparation measures
+ * then instead of serializing the arguments once more.
+ */
+export function identifyCalls (calls: readonly RawCall[]): IdentifiedCalls {
+  const argumentTexts = calls.map((c) => canonicalJson(c.arguments ?? null))
+  let text = '['
+  for (const [i, c] of calls.entries()) {
+    text += `${i > 0 ? ',' : ''}[${canonicalJson(c.id)},${canonicalJson(c.name)},${argumentTexts[i]!}]`
+  }
+  return { requestHash: sha256(text + ']', 'base64url').slice(0, 22), argumentTexts }
 }

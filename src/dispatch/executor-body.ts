@@ -16,7 +16,9 @@ export function executorBodyPrefix (runId: string, batchId: string): string {
  * the two together). The operation id (`op_` and hex) and the deadline (ISO
  * time) are toolgate's own and need no escaping; a third of the cost of
  * stringifying the whole object per call was its constant part.
+ * `argumentsJson` is JSON.stringify(call.arguments), when the caller has it.
  */
-export function executorBody (prefix: string, call: PreparedCall, operationId: string, deadline: string): string {
-  return `${prefix}${jsonString(call.id)},"tool":${jsonString(call.tool.name)},"arguments":${JSON.stringify(call.arguments)},"operationId":"${operationId}","deadline":"${deadline}"}`
+export function executorBody (prefix: string, call: PreparedCall, operationId: string, deadline: string,
+  argumentsJson = JSON.stringify(call.arguments)): string {
+  return `${prefix}${jsonString(call.id)},"tool":${jsonString(call.tool.name)},"arguments":${argumentsJson},"operationId":"${operationId}","deadline":"${deadline}"}`
 }

@@ -27,7 +27,7 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
   const resolved = resolveTool(call.name, lookup)
   if (!resolved.ok) return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
   const tool = resolved.value
-  if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments) > ctx.maxArgumentBytes) {
+  if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments, ctx.argumentTexts?.[index]) > ctx.maxArgumentBytes) {
     return rejected(call, index, tool, 'invalid_arguments', `the arguments are larger than ${ctx.maxArgumentBytes} bytes`, null)
   }
 
@@ -60,11 +60,11 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
   return { ok: true, index, id: call.id, requestedName: call.name, tool, arguments: args }
 }
 
-/** Bytes of the arguments as JSON; a string is measured as sent. */
-function argumentBytes (raw: unknown): number {
+/** Bytes of the arguments as JSON; a string is measured as sent, an object by its JSON text (`text`, when known). */
+function argumentBytes (raw: unknown, text: string | undefined): number {
   if (raw === undefined || raw === null) return 0
   if (typeof raw === 'string') return Buffer.byteLength(raw)
-  return Buffer.byteLength(JSON.stringify(raw) ?? '')
+  return Buffer.byteLength(text ?? JSON.stringify(raw) ?? '')
 }
 
 function withConflictKey (call: RawCall, local: LocallyAuthorized): PreparationOutcome {

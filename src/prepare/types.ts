@@ -36,6 +36,13 @@ export interface PreparationContext extends AuthorizationContext {
    * instead of into a clone. @default false
    */
   argumentsOwned?: boolean
+  /**
+   * Each call's raw arguments (`arguments ?? null`) as canonicalJson text,
+   * by position, when the caller has them: the size limit measures them
+   * instead of serializing the arguments again (RFC 8785 text and
+   * JSON.stringify's differ only in member order, never in length).
+   */
+  argumentTexts?: readonly string[]
 }
 
 /** A stage either passes the call on or refuses it. */

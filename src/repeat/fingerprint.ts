@@ -33,6 +33,26 @@ export function canonicalJson (value: unknown): string {
   return write(value, [])
 }
 
+/** The JCS text of a value, and whether JSON.stringify writes exactly the same. */
+export interface CanonicalText {
+  text: string
+  /** `text` is also what JSON.stringify writes (the value was canonical already), so it stands for both. */
+  plain: boolean
+}
+
+/**
+ * canonicalJson, telling as well whether the text is also JSON.stringify's:
+ * a caller that needs both (a fingerprint and a body to send) serializes
+ * once instead of twice.
+ */
+export function canonicalText (value: unknown): CanonicalText {
+  if (value === undefined) {
+    throw new TypeError('Expected a JSON value, got undefined')
+  }
+  if (stringifiesCanonically(value, 0)) return { text: JSON.stringify(value), plain: true }
+  return { text: write(value, []), plain: false }
+}
+
 /** Deeper than this the check gives up (and the writer, which finds cycles, takes over). */
 const MAX_CHECKED_DEPTH = 64
 
@@ -159,10 +179,23 @@ function sortInPlace (keys: string[]): string[] {
  * string value and therefore never equals an object with the same text.
  */
 export function fingerprint (toolName: string, args: unknown): string {
+  checkToolName(toolName)
+  return fingerprintOfText(toolName, canonicalJson(args))
+}
+
+/**
+ * `fingerprint`, given the arguments' canonicalJson text already: the JCS
+ * form of `[toolName, args]` is that text with the name before it.
+ */
+export function fingerprintOfText (toolName: string, canonicalArgs: string): string {
+  checkToolName(toolName)
+  return sha256(`[${JSON.stringify(toolName)},${canonicalArgs}]`, 'hex')
+}
+
+function checkToolName (toolName: unknown): void {
   if (typeof toolName !== 'string') {
     throw new TypeError(`Expected \`toolName\` to be a string, got ${typeof toolName}`)
   }
-  return sha256(canonicalJson([toolName, args]), 'hex')
 }
 
 /** The only form of a fingerprint telemetry may show: its first 12 hex characters. */

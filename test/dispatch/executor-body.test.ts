@@ -17,7 +17,9 @@ t.test('writes exactly what JSON.stringify writes for the body object, whatever 
       const opId = operationId({ runId, tenant: 't', createdAt: deadlineMs }, callId, fingerprint(tool, args))
       const deadline = iso.at(deadlineMs)
       const expected = JSON.stringify({ runId, batchId, callId, tool, arguments: args, operationId: opId, deadline })
-      return executorBody(executorBodyPrefix(runId, batchId), call, opId, deadline) === expected
+      const prefix = executorBodyPrefix(runId, batchId)
+      return executorBody(prefix, call, opId, deadline) === expected &&
+        executorBody(prefix, call, opId, deadline, JSON.stringify(args)) === expected
     }
   ), { numRuns: 2000 })
 })

@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { ExternalAuthorizer } from '../../src/prepare/authorize.js'
 import { prepareBatch, prepareCall } from '../../src/prepare/pipeline.js'
+import { canonicalJson } from '../../src/repeat/fingerprint.js'
 import type { PreparationOutcome, RawCall, StageResult } from '../../src/prepare/types.js'
 import { makeContext, makeLookup, makeTool } from './tool-fixture.js'
 
@@ -180,6 +181,20 @@ t.test('arguments larger than maxArgumentBytes are rejected as invalid_arguments
   t.match(asString, { ok: false, reason: 'invalid_arguments' })
   t.match(asObject, { ok: false, reason: 'invalid_arguments' })
   t.match(small, { ok: true })
+})
+
+t.test('the size limit measures the argument texts the context gives, by position, at the boundary exactly', async (t) => {
+  const lookup = makeLookup([makeTool({ name: 'echo', inputSchema: { type: 'object' }, executor: { url: 'http://127.0.0.1:1/echo' } })])
+  // {"b":"é…","a":1}: 2 bytes per é; in canonical order the text is as long.
+  const at = (n: number): RawCall => ({ id: `c${n}`, name: 'echo', arguments: { b: 'é'.repeat(n), a: 1 } })
+  const limit = Buffer.byteLength(JSON.stringify(at(100).arguments))
+  const calls = [at(100), at(101)]
+  const argumentTexts = calls.map((c) => canonicalJson(c.arguments))
+  const ctx = { ...makeContext(), maxArgumentBytes: limit }
+  const [fits, over] = await prepareBatch(calls, lookup, { ...ctx, argumentTexts })
+  t.match(fits, { ok: true }, 'exactly at the limit passes')
+  t.match(over, { ok: false, reason: 'invalid_arguments' }, 'one character more is refused')
+  t.strictSame(await prepareBatch(calls, lookup, ctx), [fits, over], 'the same as measuring the objects themselves')
 })
 
 t.test("an argument object is cloned unless the context owns it, and the result is the same either way", async (t) => {

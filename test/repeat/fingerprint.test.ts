@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import fc from 'fast-check'
 import canonicalizeModule from 'canonicalize'
-import { canonicalJson, fingerprint, fingerprintPrefix } from '../../src/repeat/fingerprint.js'
+import { canonicalJson, canonicalText, fingerprint, fingerprintOfText, fingerprintPrefix } from '../../src/repeat/fingerprint.js'
 
 // The canonicalize package (RFC 8785), as the oracle. It is CommonJS typed as `export default`: accept either shape.
 type Serialize = (input: unknown) => string | undefined
@@ -246,4 +246,28 @@ t.test('values already in canonical order (written by JSON.stringify) agree with
   let deep: unknown = { z: 1 }
   for (let i = 0; i < 200; i++) deep = { a: [deep] }
   t.equal(canonicalJson(deep), serialize(deep), 'deeper than the check looks: the writer takes it')
+})
+
+t.test('canonicalText is canonicalJson, and says plain only when JSON.stringify writes the same text', async t => {
+  fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 }), fc.boolean(), (value, sorted) => {
+    const v = sorted ? sortedCopy(value) : value
+    const { text, plain } = canonicalText(v)
+    t.equal(text, canonicalJson(v))
+    if (plain) t.equal(text, JSON.stringify(v))
+    // RFC 8785 only reorders members: the length, which the argument size limit reads, is JSON.stringify's.
+    t.equal(Buffer.byteLength(text), Buffer.byteLength(JSON.stringify(v)))
+  }), { numRuns: 1000 })
+  t.same(canonicalText({ a: 1, b: [2] }), { text: '{"a":1,"b":[2]}', plain: true })
+  t.same(canonicalText({ b: 1, a: 2 }), { text: '{"a":2,"b":1}', plain: false })
+  t.throws(() => canonicalText(undefined), TypeError)
+  t.throws(() => canonicalText({ n: Infinity }), TypeError)
+})
+
+t.test('fingerprintOfText, given canonicalJson of the arguments, is the fingerprint: SHA-256 of the JCS form of [name, args]', async t => {
+  fc.assert(fc.property(fc.string({ unit: 'binary' }), fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 }), (name, args) => {
+    const expected = createHash('sha256').update(canonicalJson([name, args])).digest('hex')
+    t.equal(fingerprintOfText(name, canonicalJson(args)), expected)
+    t.equal(fingerprint(name, args), expected)
+  }), { numRuns: 1000 })
+  t.throws(() => fingerprintOfText(1 as unknown as string, '{}'), TypeError)
 })

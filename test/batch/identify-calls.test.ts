@@ -1,0 +1,35 @@
+import { createHash } from 'node:crypto'
+import fc from 'fast-check'
+import t from 'tap'
+import { identifyCalls } from '../../src/batch/engine.js'
+import { canonicalJson } from '../../src/repeat/fingerprint.js'
+
+// What the request hash has always been: stored hashes (in Redis too) must keep matching resends.
+const hashOf = (calls: Array<{ id: string, name: string, arguments?: unknown }>): string =>
+  createHash('sha256').update(canonicalJson(calls.map((c) => [c.id, c.name, c.arguments ?? null]))).digest('base64url').slice(0, 22)
+
+const call = fc.record({
+  id: fc.string({ unit: 'binary' }),
+  name: fc.string({ unit: 'binary' }),
+  arguments: fc.option(fc.oneof(fc.string({ unit: 'binary' }), fc.dictionary(fc.string({ unit: 'binary' }), fc.jsonValue({ stringUnit: 'binary', maxDepth: 3 }))), { nil: undefined })
+}, { requiredKeys: ['id', 'name'] })
+
+t.test('the request hash is SHA-256 (base64url, 22 characters) of the JCS form of [[id, name, arguments ?? null], ...]', async (t) => {
+  fc.assert(fc.property(fc.array(call, { maxLength: 6 }), (calls) => {
+    const { requestHash, argumentTexts } = identifyCalls(calls)
+    t.equal(requestHash, hashOf(calls))
+    t.same(argumentTexts, calls.map((c) => canonicalJson(c.arguments ?? null)))
+  }), { numRuns: 1000 })
+  t.equal(identifyCalls([]).requestHash, hashOf([]))
+})
+
+t.test('calls that differ in order, id, name or arguments hash apart; key order inside the arguments does not', async (t) => {
+  const a = { id: 'c1', name: 'look', arguments: { x: 1, y: 2 } }
+  const b = { id: 'c2', name: 'look', arguments: { x: 1 } }
+  const base = identifyCalls([a, b]).requestHash
+  t.not(identifyCalls([b, a]).requestHash, base)
+  t.not(identifyCalls([{ ...a, id: 'c3' }, b]).requestHash, base)
+  t.not(identifyCalls([{ ...a, name: 'peek' }, b]).requestHash, base)
+  t.not(identifyCalls([{ ...a, arguments: { x: 1, y: 3 } }, b]).requestHash, base)
+  t.equal(identifyCalls([{ ...a, arguments: { y: 2, x: 1 } }, b]).requestHash, base)
+})
