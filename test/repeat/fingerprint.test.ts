@@ -252,10 +252,9 @@ t.test('canonicalText is canonicalJson, and says plain only when JSON.stringify 
   fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 }), fc.boolean(), (value, sorted) => {
     const v = sorted ? sortedCopy(value) : value
     const { text, plain } = canonicalText(v)
-    t.equal(text, canonicalJson(v))
-    if (plain) t.equal(text, JSON.stringify(v))
     // RFC 8785 only reorders members: the length, which the argument size limit reads, is JSON.stringify's.
-    t.equal(Buffer.byteLength(text), Buffer.byteLength(JSON.stringify(v)))
+    return text === canonicalJson(v) && (!plain || text === JSON.stringify(v)) &&
+      Buffer.byteLength(text) === Buffer.byteLength(JSON.stringify(v))
   }), { numRuns: 1000 })
   t.same(canonicalText({ a: 1, b: [2] }), { text: '{"a":1,"b":[2]}', plain: true })
   t.same(canonicalText({ b: 1, a: 2 }), { text: '{"a":2,"b":1}', plain: false })
@@ -266,8 +265,7 @@ t.test('canonicalText is canonicalJson, and says plain only when JSON.stringify 
 t.test('fingerprintOfText, given canonicalJson of the arguments, is the fingerprint: SHA-256 of the JCS form of [name, args]', async t => {
   fc.assert(fc.property(fc.string({ unit: 'binary' }), fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 }), (name, args) => {
     const expected = createHash('sha256').update(canonicalJson([name, args])).digest('hex')
-    t.equal(fingerprintOfText(name, canonicalJson(args)), expected)
-    t.equal(fingerprint(name, args), expected)
+    return fingerprintOfText(name, canonicalJson(args)) === expected && fingerprint(name, args) === expected
   }), { numRuns: 1000 })
   t.throws(() => fingerprintOfText(1 as unknown as string, '{}'), TypeError)
 })
