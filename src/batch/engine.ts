@@ -237,8 +237,12 @@ export class BatchEngine {
         argumentTexts: calls.argumentTexts
       }
       const outcomes = await prepareBatch(req.calls, this.#deps.tools, ctx, this.#deps.authorizer)
-      // One serialization of the prepared arguments gives the fingerprint and, mostly, the executor's body too.
-      const argumentTexts = outcomes.map((o) => canonicalText(o.arguments ?? null))
+      // One serialization of the arguments gives the fingerprint and, mostly, the executor's body too:
+      // the request's own, when preparation left them as they came, else the prepared ones'.
+      const argumentTexts = outcomes.map((o, i) =>
+        o.arguments === req.calls[i]!.arguments && (o.tool === null || !o.tool.preparesInPlace) && this.#deps.authorizer === undefined
+          ? calls.argumentTexts[i]!
+          : canonicalText(o.arguments ?? null))
       const fingerprints = outcomes.map((o, i) => fingerprintOfText(o.tool?.name ?? o.requestedName, argumentTexts[i]!.text))
 
       // Admission is atomic with the run: repeat streak, call budget, state.
@@ -549,8 +553,8 @@ function reasonOf (d: CallResult['details']): string | undefined {
 interface IdentifiedCalls {
   /** Tells a resend of these calls from other calls under the same batch id. */
   requestHash: string
-  /** Each call's raw arguments (`arguments ?? null`) as canonicalJson text. */
-  argumentTexts: string[]
+  /** Each call's raw arguments (`arguments ?? null`) as canonical text. */
+  argumentTexts: CanonicalText[]
 }
 
 /**
@@ -560,10 +564,10 @@ interface IdentifiedCalls {
  * then instead of serializing the arguments once more.
  */
 export function identifyCalls (calls: readonly RawCall[]): IdentifiedCalls {
-  const argumentTexts = calls.map((c) => canonicalJson(c.arguments ?? null))
+  const argumentTexts = calls.map((c) => canonicalText(c.arguments ?? null))
   let text = '['
   for (const [i, c] of calls.entries()) {
-    text += `${i > 0 ? ',' : ''}[${canonicalJson(c.id)},${canonicalJson(c.name)},${argumentTexts[i]!}]`
+    text += `${i > 0 ? ',' : ''}[${canonicalJson(c.id)},${canonicalJson(c.name)},${argumentTexts[i]!.text}]`
   }
   return { requestHash: sha256(text + ']', 'base64url').slice(0, 22), argumentTexts }
 }

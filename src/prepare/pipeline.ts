@@ -27,7 +27,7 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
   const resolved = resolveTool(call.name, lookup)
   if (!resolved.ok) return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
   const tool = resolved.value
-  if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments, ctx.argumentTexts?.[index]) > ctx.maxArgumentBytes) {
+  if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments, ctx.argumentTexts?.[index]?.text) > ctx.maxArgumentBytes) {
     return rejected(call, index, tool, 'invalid_arguments', `the arguments are larger than ${ctx.maxArgumentBytes} bytes`, null)
   }
 

@@ -37,12 +37,12 @@ export interface PreparationContext extends AuthorizationContext {
    */
   argumentsOwned?: boolean
   /**
-   * Each call's raw arguments (`arguments ?? null`) as canonicalJson text,
-   * by position, when the caller has them: the size limit measures them
+   * Each call's raw arguments (`arguments ?? null`) as canonical text, by
+   * position, when the caller has them: the size limit measures them
    * instead of serializing the arguments again (RFC 8785 text and
    * JSON.stringify's differ only in member order, never in length).
    */
-  argumentTexts?: readonly string[]
+  argumentTexts?: ReadonlyArray<{ readonly text: string }>
 }
 
 /** A stage either passes the call on or refuses it. */

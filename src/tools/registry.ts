@@ -14,6 +14,28 @@ const addFormats = addFormatsModule.default
 export const DEFAULT_EXECUTOR_TIMEOUT_MS = 30_000
 export const DEFAULT_MAX_MODEL_RECEIPT_CHARS = 4096
 
+/** Schema keywords that fill arguments in (Ajv `useDefaults`) or may lead to a schema that does. */
+const FILLING_KEYWORDS: ReadonlySet<string> = new Set(['default', '$ref', '$dynamicRef', '$recursiveRef'])
+
+/**
+ * Whether preparation may change a tool's argument objects in place (Tool's
+ * `preparesInPlace`): it has host rewrites, or its schema holds one of
+ * FILLING_KEYWORDS as a key anywhere. A property that happens to be named
+ * `default` answers true as well: a needless no, never a wrong yes.
+ */
+export function preparesInPlace (inputSchema: unknown, hasRewrites: boolean): boolean {
+  return hasRewrites || holdsKey(inputSchema, FILLING_KEYWORDS)
+}
+
+function holdsKey (value: unknown, keys: ReadonlySet<string>): boolean {
+  if (value === null || typeof value !== 'object') return false
+  if (Array.isArray(value)) return value.some((item) => holdsKey(item, keys))
+  for (const [key, member] of Object.entries(value)) {
+    if (keys.has(key) || holdsKey(member, keys)) return true
+  }
+  return false
+}
+
 /** A definition that cannot be registered; `problems` names each thing wrong. */
 export class InvalidToolError extends Error {
   readonly problems: string[]
@@ -141,6 +163,7 @@ export class ToolRegistry implements ToolLookup {
       requiredScopes: definition.requiredScopes,
       action,
       validate,
+      preparesInPlace: preparesInPlace(definition.inputSchema, definition.rewrite.length > 0),
       definition
     })
   }

@@ -50,6 +50,13 @@ export interface Tool {
   readonly action: { readonly projection: Projection | null, readonly maxModelReceiptChars: number } | null
   /** Validates and fills schema defaults in place (Ajv `useDefaults`). */
   readonly validate: ValidateFunction
+  /**
+   * Whether preparing a call may change its argument object in place: host
+   * rewrites, or a schema with a `default` somewhere (Ajv fills it in) or a
+   * reference that could lead to one. When false, prepared arguments that
+   * are still the request's own object are exactly what came in.
+   */
+  readonly preparesInPlace: boolean
   /** The definition with every default filled in, as GET /v1/tools answers it. */
   readonly definition: Required<Omit<ToolDefinition, 'action' | 'conflictKey'>> & Pick<ToolDefinition, 'action' | 'conflictKey'>
 }

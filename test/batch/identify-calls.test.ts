@@ -17,7 +17,7 @@ const call = fc.record({
 t.test('the request hash is SHA-256 (base64url, 22 characters) of the JCS form of [[id, name, arguments ?? null], ...]', async (t) => {
   fc.assert(fc.property(fc.array(call, { maxLength: 6 }), (calls) => {
     const { requestHash, argumentTexts } = identifyCalls(calls)
-    return requestHash === hashOf(calls) && argumentTexts.every((text, i) => text === canonicalJson(calls[i]!.arguments ?? null)) &&
+    return requestHash === hashOf(calls) && argumentTexts.every(({ text }, i) => text === canonicalJson(calls[i]!.arguments ?? null)) &&
       argumentTexts.length === calls.length
   }), { numRuns: 1000 })
   t.equal(identifyCalls([]).requestHash, hashOf([]))

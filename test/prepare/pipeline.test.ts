@@ -189,7 +189,7 @@ t.test('the size limit measures the argument texts the context gives, by positio
   const at = (n: number): RawCall => ({ id: `c${n}`, name: 'echo', arguments: { b: 'é'.repeat(n), a: 1 } })
   const limit = Buffer.byteLength(JSON.stringify(at(100).arguments))
   const calls = [at(100), at(101)]
-  const argumentTexts = calls.map((c) => canonicalJson(c.arguments))
+  const argumentTexts = calls.map((c) => ({ text: canonicalJson(c.arguments) }))
   const ctx = { ...makeContext(), maxArgumentBytes: limit }
   const [fits, over] = await prepareBatch(calls, lookup, { ...ctx, argumentTexts })
   t.match(fits, { ok: true }, 'exactly at the limit passes')

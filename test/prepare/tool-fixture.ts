@@ -4,6 +4,7 @@ import Ajv2020Module from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { compileConflictKey } from '../../src/prepare/conflict-key.js'
 import type { AuthorizationContext } from '../../src/prepare/types.js'
+import { preparesInPlace } from '../../src/tools/registry.js'
 import type { Tool, ToolDefinition, ToolLookup } from '../../src/tools/types.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export
@@ -42,6 +43,7 @@ export function makeTool (def: Partial<ToolDefinition> & { name: string }): Tool
     requiredScopes: definition.requiredScopes,
     action: null,
     validate: ajv.compile(definition.inputSchema),
+    preparesInPlace: preparesInPlace(definition.inputSchema, definition.rewrite.length > 0),
     definition: { ...definition, executor: { ...definition.executor, timeoutMs: definition.executor.timeoutMs ?? 30000 } }
   }
 }

@@ -128,6 +128,27 @@ t.test('argumentAliases, schema defaults and unambiguous coercion shape what the
   }, 'aliases renamed (the real name wins), "5" became 5, a string stays a string, the default filled')
 })
 
+t.test('arguments preparation leaves alone reach the executor as the model wrote them, and repeat as one call in any key order', async (t) => {
+  const schema = { type: 'object', properties: { b: { type: 'integer' }, a: { type: 'integer' } } }
+  const { app, ex } = await setup(t, (url) => [
+    tool('look', url, { readOnly: true, inputSchema: schema }),
+    tool('peek', url, { readOnly: true, inputSchema: { ...schema, properties: { ...schema.properties, a: { type: 'integer', default: 0 } } } })
+  ])
+  const limits = { limits: { exactToolRepeatAdvisoryThreshold: 2 } }
+  const body = await batch(app, [
+    { id: 'c1', name: 'look', arguments: { b: 1, a: 2 } },
+    { id: 'c2', name: 'look', arguments: { a: 2, b: 1 } },
+    { id: 'c3', name: 'peek', arguments: { b: 1 } },
+    { id: 'c4', name: 'peek', arguments: { a: 0, b: 1 } }
+  ], limits)
+  t.same(body.results.map((r) => r.status), ['ok', 'ok', 'ok', 'ok'])
+  const keys = Object.fromEntries(ex.calls.map((c) => [c.callId, Object.keys(c.arguments as object)]))
+  t.strictSame(keys, { c1: ['b', 'a'], c2: ['a', 'b'], c3: ['b', 'a'], c4: ['a', 'b'] }, 'key order as sent; the default filled in after')
+  t.equal(body.policyMessages.length, 2, 'c2 repeats c1 (same arguments, other order); c4 repeats c3 once its default is filled')
+  t.match(body.policyMessages.map((m) => m.content).join('\n'), /look[\s\S]*peek/)
+  t.equal(new Set(ex.calls.map((c) => c.operationId)).size, 4, 'each call its own operation')
+})
+
 t.test('a batch sent again with the same batchId answers the stored response and dispatches nothing', async (t) => {
   const { app, ex } = await setup(t, (url) => [tool('look', url, {
     readOnly: true,

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { join } from 'node:path'
 import { readToolsFile } from '../../src/tools/load.js'
-import { InvalidToolError, ToolRegistry } from '../../src/tools/registry.js'
+import { InvalidToolError, ToolRegistry, preparesInPlace } from '../../src/tools/registry.js'
 
 const URL_BASE = 'http://127.0.0.1:9000/tools'
 
@@ -179,4 +179,20 @@ t.test('schemas are compiled with formats (draft 2020-12)', async (t) => {
   t.notOk(tool.validate({ to: 'not-an-email' }), 'email format enforced')
   t.notOk(tool.validate({ at: 'yesterday' }), 'date-time format enforced')
   t.notOk(tool.validate({ pair: [1, 'a', 3] }), 'prefixItems with items false (2020-12) enforced')
+})
+
+t.test('a tool prepares in place when it has rewrites, or a default or a reference anywhere in its schema', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  t.equal(registry.compile(look).preparesInPlace, false, 'plain properties: arguments pass as they came')
+  t.equal(registry.compile({ ...look, rewrite: [{ op: 'set', path: '/x', value: 1 }] }).preparesInPlace, true, 'a rewrite')
+  const cases: Array<[string, unknown, boolean]> = [
+    ['no schema keywords', { type: 'object' }, false],
+    ['a default of a property', { type: 'object', properties: { n: { type: 'integer', default: 1 } } }, true],
+    ['a default deep in an array item', { type: 'object', properties: { l: { type: 'array', items: [{ type: 'object', properties: { z: { default: 0 } } }] } } }, true],
+    ['a default inside $defs', { type: 'object', $defs: { p: { properties: { n: { default: 1 } } } } }, true],
+    ['a $ref', { type: 'object', properties: { p: { $ref: '#/$defs/p' } }, $defs: { p: { type: 'integer' } } }, true],
+    ['a $dynamicRef', { type: 'object', properties: { p: { $dynamicRef: '#meta' } } }, true],
+    ['a property named "default" (a needless yes)', { type: 'object', properties: { default: { type: 'string' } } }, true]
+  ]
+  for (const [name, schema, expected] of cases) t.equal(preparesInPlace(schema, false), expected, name)
 })
