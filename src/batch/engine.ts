@@ -7,7 +7,7 @@ import { IsoTime } from '../events/iso-time.js'
 import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
-import type { PreparationContext, PreparedCall, RawCall } from '../prepare/types.js'
+import type { PreparationContext, PreparationOutcome, PreparedCall, RawCall } from '../prepare/types.js'
 import { type RunIdentity, operationId } from '../receipts/operation-id.js'
 import { type CanonicalText, canonicalJson, canonicalText, fingerprintOfText } from '../repeat/fingerprint.js'
 import { sha256 } from '../repeat/sha256.js'
@@ -240,9 +240,7 @@ export class BatchEngine {
       // One serialization of the arguments gives the fingerprint and, mostly, the executor's body too:
       // the request's own, when preparation left them as they came, else the prepared ones'.
       const argumentTexts = outcomes.map((o, i) =>
-        o.arguments === req.calls[i]!.arguments && (o.tool === null || !o.tool.preparesInPlace) && this.#deps.authorizer === undefined
-          ? calls.argumentTexts[i]!
-          : canonicalText(o.arguments ?? null))
+        this.#leftAsSent(o, req.calls[i]!) ? calls.argumentTexts[i]! : canonicalText(o.arguments ?? null))
       const fingerprints = outcomes.map((o, i) => fingerprintOfText(o.tool?.name ?? o.requestedName, argumentTexts[i]!.text))
 
       // Admission is atomic with the run: repeat streak, call budget, state.
@@ -369,6 +367,15 @@ export class BatchEngine {
    */
   #leaseMargin (): number {
     return Math.floor(this.#deps.leaseMs / 4)
+  }
+
+  /**
+   * Whether a call's prepared arguments are exactly the request's: the same
+   * object, of a tool whose preparation changes nothing in place, with no
+   * external authorizer (an in-process one is handed the object).
+   */
+  #leftAsSent (outcome: PreparationOutcome, raw: RawCall): boolean {
+    return outcome.arguments === raw.arguments && (outcome.tool === null || !outcome.tool.preparesInPlace) && this.#deps.authorizer === undefined
   }
 
   /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
