@@ -21,7 +21,8 @@ const FILLING_KEYWORDS: ReadonlySet<string> = new Set(['default', '$ref', '$dyna
  * Whether preparation may change a tool's argument objects in place (Tool's
  * `preparesInPlace`): it has host rewrites, or its schema holds one of
  * FILLING_KEYWORDS as a key anywhere. A property that happens to be named
- * `default` answers true as well: a needless no, never a wrong yes.
+ * `default` answers true as well: at worst the engine serializes arguments
+ * it could have reused, never reuses ones that changed.
  */
 export function preparesInPlace (inputSchema: unknown, hasRewrites: boolean): boolean {
   return hasRewrites || holdsKey(inputSchema, FILLING_KEYWORDS)
