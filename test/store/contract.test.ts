@@ -203,6 +203,19 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await peer.getRun('ghost'), undefined, 'nor a run')
   })
 
+  t.test('a stored answer comes back exactly as written, whatever characters it holds', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    // Non-ASCII text, an astral character, and a lone surrogate as JSON.stringify escapes it.
+    const responseJson = JSON.stringify({ runId: 'r1', results: [{ content: 'héllo — 漢字 😀 \ud800 "quoted"' }], lone: '\ud83d' })
+    const record = { batchId: 'b1', requestHash: 'h', responseJson, completedAt: now() }
+    await store.updateRun('r1', (run) => { run.inFlight = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 } })
+    t.equal(await store.completeBatch('r1', 'replica-a', record), true)
+    const stored = await peer.getBatch('r1', 'b1')
+    t.equal(stored?.responseJson, responseJson, 'byte for byte')
+    t.same(stored, record)
+  })
+
   t.test('completeBatch stores the answer and releases the lease only for the batch and replica that hold it', async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
