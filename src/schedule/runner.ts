@@ -25,17 +25,19 @@ interface Uncertain { index: number, id: string }
  * started, in this epoch and the later ones.
  *
  * Every call settles exactly once, through the `callSettled` hook and in the
- * map `run` resolves with. A hook that throws stops the batch like a
+ * array `run` resolves with. A hook that throws stops the batch like a
  * cancellation (its running calls still settle) and `run` then rejects with
  * that error: a bug must not leave calls running untracked, nor hang.
  */
 export class EpochRunner<T> {
   readonly #opts: RunnerOptions<T>
-  readonly #settled = new Map<number, Settlement<T>>()
+  readonly #hooks: RunnerHooks | undefined
+  /** By call index; a call that was never in an epoch has none. */
+  readonly #settled: Array<Settlement<T> | undefined> = []
   /** Uncertain writes without a key block every later write. */
   readonly #unkeyed: Uncertain[] = []
-  /** Uncertain keyed writes block later writes with the same key. */
-  readonly #keyed = new Map<string, Uncertain[]>()
+  /** Uncertain keyed writes block later writes with the same key; made with the first one. */
+  #keyed: Map<string, Uncertain[]> | null = null
   #closed = false
   #failure: { error: unknown } | undefined
 
@@ -44,6 +46,7 @@ export class EpochRunner<T> {
       throw new TypeError(`Expected maxConcurrent to be a positive integer, got ${String(opts.maxConcurrent)}`)
     }
     this.#opts = opts
+    this.#hooks = opts.hooks
   }
 
   /** True once nothing new may start (cancelled, closed by a dispatch, or a hook failed). */
@@ -51,9 +54,10 @@ export class EpochRunner<T> {
     return this.#closed || this.#failure !== undefined || this.#opts.signal?.aborted === true
   }
 
-  /** Runs every epoch; resolves with one settlement per call, keyed by call index. */
-  async run (epochs: readonly Epoch[], dispatch: Dispatch<T>): Promise<Map<number, Settlement<T>>> {
-    for (const [e, calls] of epochs.entries()) {
+  /** Runs every epoch; resolves with one settlement per call, by call index. */
+  async run (epochs: readonly Epoch[], dispatch: Dispatch<T>): Promise<ReadonlyArray<Settlement<T> | undefined>> {
+    for (let e = 0; e < epochs.length; e++) {
+      const calls = epochs[e]!
       if (this.stopped) {
         // Cancellation never starts a later epoch; its calls still settle (as cancelled).
         for (const call of calls) this.#settle(call, e, { kind: 'cancelled', epoch: e })
@@ -66,95 +70,127 @@ export class EpochRunner<T> {
   }
 
   #runEpoch (epoch: number, calls: Epoch, dispatch: Dispatch<T>): Promise<void> {
-    const started = performance.now()
-    this.#hook('epochStarted', epoch, calls.length)
-    const pending = [...calls]
-    const runningKeys = new Set<string>()
-    const signal = this.#opts.signal
-    let running = 0
-    let done = false
-
+    this.#epochStarted(epoch, calls.length)
     return new Promise<void>((resolve) => {
-      const finishIfDone = (): void => {
-        if (done || running > 0) return
-        if (pending.length > 0 && !this.stopped) return
-        done = true
-        signal?.removeEventListener('abort', finishIfDone)
-        for (const call of pending.splice(0)) this.#settle(call, epoch, { kind: 'cancelled', epoch })
-        this.#hook('epochSettled', epoch, performance.now() - started)
-        resolve()
+      const state: EpochState<T> = {
+        epoch,
+        dispatch,
+        resolve,
+        waiting: calls.slice(),
+        first: 0,
+        left: calls.length,
+        running: 0,
+        keys: null,
+        done: false,
+        startedAt: performance.now(),
+        onAbort: () => { this.#finishIfDone(state) }
       }
-
-      const fill = (): void => {
-        for (let i = 0; i < pending.length && running < this.#opts.maxConcurrent && !this.stopped;) {
-          const call = pending[i]!
-          const key = call.conflictKey
-          // Held by a running call: this call and every later one with the key wait.
-          if (key !== null && runningKeys.has(key)) {
-            i++
-            continue
-          }
-          pending.splice(i, 1)
-          const blocker = call.readOnly ? undefined : this.#blockerOf(call)
-          if (blocker !== undefined) {
-            this.#settle(call, epoch, { kind: 'blocked', epoch, blockedBy: blocker.id })
-            continue
-          }
-          if (key !== null) runningKeys.add(key)
-          running++
-          start(call, key)
-        }
-        finishIfDone()
-      }
-
-      const start = (call: SchedulableCall, key: string | null): void => {
-        this.#hook('callStarted', call, epoch)
-        const startedAt = Date.now()
-        const t0 = performance.now()
-        // One settlement per call, however the dispatch ends; then the slot and the key free up.
-        const settle = (outcome: DispatchOutcome<T> | null, err: unknown): void => {
-          try {
-            const o = outcome ?? this.#opts.onDispatchError(call, err)
-            if (o.uncertain && !call.readOnly) this.#recordUncertain(call)
-            if (o.closeBatch) this.#closed = true
-            this.#settle(call, epoch, { kind: 'ran', epoch, value: o.value, startedAt, durationMs: performance.now() - t0 })
-          } catch (error) {
-            // onDispatchError itself threw: the call cannot settle; stop and report.
-            this.#failure ??= { error }
-          }
-          running--
-          if (key !== null) runningKeys.delete(key)
-          fill()
-        }
-        let promise: Promise<DispatchOutcome<T>>
-        try {
-          promise = Promise.resolve(dispatch(call, epoch))
-        } catch (err) {
-          promise = Promise.reject(err)
-        }
-        promise.then((outcome) => settle(outcome, undefined), (err: unknown) => settle(null, err))
-      }
-
-      signal?.addEventListener('abort', finishIfDone, { once: true })
-      fill()
+      this.#opts.signal?.addEventListener('abort', state.onAbort, { once: true })
+      this.#fill(state)
     })
   }
 
-  #settle (call: SchedulableCall, epoch: number, settlement: Settlement<T>): void {
-    this.#settled.set(call.index, settlement)
-    this.#hook('callSettled', call, epoch, settlement)
+  /** Starts waiting calls, first in source order, while slots are free and their keys are not held. */
+  #fill (s: EpochState<T>): void {
+    const waiting = s.waiting
+    const max = this.#opts.maxConcurrent
+    for (let i = s.first; i < waiting.length && s.running < max && !this.stopped; i++) {
+      const call = waiting[i]
+      if (call == null) {
+        if (i === s.first) s.first++
+        continue
+      }
+      const key = call.conflictKey
+      // Held by a running call: this call and every later one with the key wait.
+      if (key !== null && s.keys?.has(key) === true) continue
+      waiting[i] = null
+      s.left--
+      if (i === s.first) s.first++
+      const blocker = call.readOnly ? undefined : this.#blockerOf(call)
+      if (blocker !== undefined) {
+        this.#settle(call, s.epoch, { kind: 'blocked', epoch: s.epoch, blockedBy: blocker.id })
+        continue
+      }
+      if (key !== null) (s.keys ??= new Set()).add(key)
+      s.running++
+      this.#start(s, call)
+    }
+    this.#finishIfDone(s)
   }
 
-  /** Calls a hook by name; one that throws stops the batch instead of losing track of it. */
-  #hook<K extends keyof RunnerHooks> (name: K, ...args: Parameters<NonNullable<RunnerHooks[K]>>): void {
-    const hooks = this.#opts.hooks
-    const hook = hooks?.[name] as ((...a: typeof args) => void) | undefined
-    if (hook === undefined) return
+  #start (s: EpochState<T>, call: SchedulableCall): void {
+    this.#callStarted(call, s.epoch)
+    const startedAt = Date.now()
+    const t0 = performance.now()
+    let promise: Promise<DispatchOutcome<T>>
     try {
-      hook.apply(hooks, args)
+      promise = Promise.resolve(s.dispatch(call, s.epoch))
     } catch (err) {
-      this.#failure ??= { error: err }
+      promise = Promise.reject(err)
     }
+    // One settlement per call, however the dispatch ends; then the slot and the key free up.
+    promise.then(
+      (outcome) => { this.#ended(s, call, outcome, undefined, startedAt, t0) },
+      (err: unknown) => { this.#ended(s, call, null, err, startedAt, t0) })
+  }
+
+  #ended (s: EpochState<T>, call: SchedulableCall, outcome: DispatchOutcome<T> | null, err: unknown, startedAt: number, t0: number): void {
+    try {
+      const o = outcome ?? this.#opts.onDispatchError(call, err)
+      if (o.uncertain && !call.readOnly) this.#recordUncertain(call)
+      if (o.closeBatch) this.#closed = true
+      this.#settle(call, s.epoch, { kind: 'ran', epoch: s.epoch, value: o.value, startedAt, durationMs: performance.now() - t0 })
+    } catch (error) {
+      // onDispatchError itself threw: the call cannot settle; stop and report.
+      this.#failure ??= { error }
+    }
+    s.running--
+    if (call.conflictKey !== null) s.keys?.delete(call.conflictKey)
+    this.#fill(s)
+  }
+
+  #finishIfDone (s: EpochState<T>): void {
+    if (s.done || s.running > 0) return
+    if (s.left > 0 && !this.stopped) return
+    s.done = true
+    this.#opts.signal?.removeEventListener('abort', s.onAbort)
+    const waiting = s.waiting
+    for (let i = s.first; i < waiting.length; i++) {
+      const call = waiting[i]
+      if (call == null) continue
+      waiting[i] = null
+      this.#settle(call, s.epoch, { kind: 'cancelled', epoch: s.epoch })
+    }
+    s.left = 0
+    this.#epochSettled(s.epoch, performance.now() - s.startedAt)
+    s.resolve()
+  }
+
+  // Each hook is called guarded: one that throws stops the batch instead of losing track of it.
+
+  #epochStarted (epoch: number, size: number): void {
+    const hooks = this.#hooks
+    if (hooks?.epochStarted === undefined) return
+    try { hooks.epochStarted(epoch, size) } catch (err) { this.#failure ??= { error: err } }
+  }
+
+  #epochSettled (epoch: number, durationMs: number): void {
+    const hooks = this.#hooks
+    if (hooks?.epochSettled === undefined) return
+    try { hooks.epochSettled(epoch, durationMs) } catch (err) { this.#failure ??= { error: err } }
+  }
+
+  #callStarted (call: SchedulableCall, epoch: number): void {
+    const hooks = this.#hooks
+    if (hooks?.callStarted === undefined) return
+    try { hooks.callStarted(call, epoch) } catch (err) { this.#failure ??= { error: err } }
+  }
+
+  #settle (call: SchedulableCall, epoch: number, settlement: Settlement<T>): void {
+    this.#settled[call.index] = settlement
+    const hooks = this.#hooks
+    if (hooks?.callSettled === undefined) return
+    try { hooks.callSettled(call, epoch, settlement) } catch (err) { this.#failure ??= { error: err } }
   }
 
   #recordUncertain (call: SchedulableCall): void {
@@ -163,21 +199,47 @@ export class EpochRunner<T> {
       this.#unkeyed.push(entry)
       return
     }
-    const list = this.#keyed.get(call.conflictKey)
-    if (list === undefined) this.#keyed.set(call.conflictKey, [entry])
+    const keyed = (this.#keyed ??= new Map())
+    const list = keyed.get(call.conflictKey)
+    if (list === undefined) keyed.set(call.conflictKey, [entry])
     else list.push(entry)
   }
 
   /** The earliest uncertain write, before this write in source order, that blocks it. */
   #blockerOf (call: SchedulableCall): Uncertain | undefined {
-    let blocker: Uncertain | undefined
-    const consider = (list: readonly Uncertain[] | undefined): void => {
-      for (const u of list ?? []) {
-        if (u.index < call.index && (blocker === undefined || u.index < blocker.index)) blocker = u
-      }
-    }
-    consider(this.#unkeyed)
-    if (call.conflictKey !== null) consider(this.#keyed.get(call.conflictKey))
-    return blocker
+    const keyed = call.conflictKey === null ? undefined : this.#keyed?.get(call.conflictKey)
+    return earliestBefore(keyed, call.index, earliestBefore(this.#unkeyed, call.index, undefined))
   }
+}
+
+/** The entry of `list` with the lowest index below `index`, or `best` when it is lower still. */
+function earliestBefore (list: readonly Uncertain[] | undefined, index: number, best: Uncertain | undefined): Uncertain | undefined {
+  if (list === undefined) return best
+  for (const u of list) {
+    if (u.index < index && (best === undefined || u.index < best.index)) best = u
+  }
+  return best
+}
+
+/**
+ * One epoch as it runs: the calls still waiting, in source order, and the
+ * slots and keys taken. Plain data the runner's methods work on, so an epoch
+ * costs one object and one listener rather than a closure per handler.
+ */
+interface EpochState<T> {
+  readonly epoch: number
+  readonly dispatch: Dispatch<T>
+  readonly resolve: () => void
+  /** Calls not yet started or settled, in source order; a call that left is null. */
+  readonly waiting: Array<SchedulableCall | null>
+  /** Where the first call still waiting may be. */
+  first: number
+  /** Calls still waiting. */
+  left: number
+  running: number
+  /** Keys held by running calls; made with the first keyed call. */
+  keys: Set<string> | null
+  done: boolean
+  readonly startedAt: number
+  readonly onAbort: () => void
 }

@@ -82,10 +82,10 @@ function harness (opts: Partial<RunnerOptions<string>> = {}) {
   }
 }
 
-function kinds (settled: Map<number, Settlement<string>>, calls: Record<string, SchedulableCall>): Record<string, string> {
+function kinds (settled: ReadonlyArray<Settlement<string> | undefined>, calls: Record<string, SchedulableCall>): Record<string, string> {
   const out: Record<string, string> = {}
   for (const c of Object.values(calls)) {
-    const s = settled.get(c.index)
+    const s = settled[c.index]
     out[c.id] = s === undefined ? 'missing' : s.kind === 'blocked' ? `blocked by ${s.blockedBy}` : s.kind
   }
   return out
@@ -174,7 +174,7 @@ t.test('epoch k+1 starts only after every call of epoch k has settled', async (t
   await h.finish('c')
   await h.finish('d')
   const settled = await done
-  t.strictSame([...settled.values()].map((s) => s.epoch).sort(), [0, 0, 1, 2])
+  t.strictSame(settled.filter((s) => s !== undefined).map((s) => s.epoch).sort(), [0, 0, 1, 2])
   t.strictSame(h.log.filter((l) => l.startsWith('epoch')), [
     'epoch 0 started (2)', 'epoch 0 settled', 'epoch 1 started (1)', 'epoch 1 settled', 'epoch 2 started (1)', 'epoch 2 settled'
   ])
@@ -291,7 +291,7 @@ for (const [kind, make] of Object.entries(stoppers)) t.test(`cancellation (${kin
   const settled = await done
   t.strictSame(kinds(settled, calls), { a: 'ran', b: 'ran', c: 'cancelled', d: 'cancelled', e: 'cancelled', f: 'cancelled' })
   t.strictSame(h.started, ['a', 'b'])
-  t.strictSame([settled.get(calls.e!.index)!.epoch, settled.get(calls.f!.index)!.epoch], [1, 2], 'cancelled calls keep their epoch')
+  t.strictSame([settled[calls.e!.index]!.epoch, settled[calls.f!.index]!.epoch], [1, 2], 'cancelled calls keep their epoch')
   t.notOk(h.log.includes('epoch 1 started (1)'), 'no later epoch starts')
   t.strictSame([...h.settledCount.values()], [1, 1, 1, 1, 1, 1], 'every call settles once through the hook')
 })
@@ -330,7 +330,7 @@ t.test('a dispatch that throws or rejects still settles, through onDispatchError
   await flush()
   await h.fail('w', new Error('async boom'))
   const settled = await done
-  const value = (id: string): unknown => { const s = settled.get(calls[id]!.index); return s?.kind === 'ran' ? s.value : s?.kind }
+  const value = (id: string): unknown => { const s = settled[calls[id]!.index]; return s?.kind === 'ran' ? s.value : s?.kind }
   t.equal(value('r'), 'threw:sync boom')
   t.equal(value('w'), 'threw:async boom')
   t.equal(value('w2'), 'blocked', 'a write that threw is uncertain (onDispatchError says so) and blocks later writes')
@@ -368,7 +368,7 @@ t.test('a ran settlement carries its epoch, value and timing', async (t) => {
   const done = h.runner.run([[calls.a!]], h.dispatch)
   await flush()
   await h.finish('a', { value: 'v' })
-  const s = (await done).get(0)!
+  const s = (await done)[0]!
   t.equal(s.kind, 'ran')
   if (s.kind !== 'ran') return
   t.equal(s.value, 'v')
@@ -396,7 +396,7 @@ t.test('a hook that throws stops the batch without losing track of running calls
 
 t.test('an empty plan settles nothing and starts nothing', async (t) => {
   const h = harness()
-  t.equal((await h.runner.run([], h.dispatch)).size, 0)
+  t.equal((await h.runner.run([], h.dispatch)).length, 0)
   t.strictSame(h.log, [])
 })
 
