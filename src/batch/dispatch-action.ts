@@ -36,9 +36,11 @@ const NOT_JOURNALLED_MESSAGE = 'The action was not performed: its operation coul
  * final, is answered from it (`replayed`) and not sent. Once the executor
  * answers, the final receipt replaces this dispatch's pending one and is
  * projected for the model. If that write fails, the pending receipt stays:
- * the action may have happened, and a resent call says so.
+ * the action may have happened, and a resent call says so. `trace` and
+ * `argumentsJson` are as sendToExecutor takes them.
  */
-export async function dispatchAction (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string): Promise<DispatchOutcome<ActionOutcome>> {
+export async function dispatchAction (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string,
+  trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<ActionOutcome>> {
   const dispatchedAt = new Date()
   const t0 = performance.now()
   const pending = pendingReceipt(ctx, call, operationId, preparedAt, dispatchedAt.toISOString())
@@ -60,7 +62,7 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
     receipt = stored
     shown = { ...stored, dispatch: { ...stored.dispatch, disposition: 'replayed' } }
   } else {
-    const answer = await sendToExecutor(ctx, call, operationId)
+    const answer = await sendToExecutor(ctx, call, operationId, trace, argumentsJson)
     const durationMs = performance.now() - t0
     const completedAt = new Date(dispatchedAt.getTime() + durationMs).toISOString()
     const { status, result, stateRevision, end } = interpretActionAnswer(answer)

@@ -6,17 +6,13 @@ import type { DispatchOutcome } from '../schedule/types.js'
 import type { CallDetails } from './types.js'
 import { UNCERTAIN_MESSAGE, contentOf, errorContent } from './content.js'
 
-/** Everything one call's dispatch needs besides the call. */
+/** What every call's dispatch in a batch needs besides the call: made once per batch. */
 export interface DispatchContext {
   runId: string
   batchId: string
   /** The batch's executorBodyPrefix. */
   bodyPrefix: string
   client: ExecutorClient
-  /** Extra headers of the executor request (trace context). */
-  headers: Record<string, string> | undefined
-  /** JSON.stringify of the call's arguments, when known already. */
-  argumentsJson?: string | undefined
 }
 
 /** What the executor said, given its tool-level meaning. */
@@ -29,14 +25,20 @@ export interface PlainOutcome {
 
 const DEADLINES = new IsoTime()
 
-/** Sends one call to its executor. Never rejects. */
-export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<ExecutorAnswer> {
+/**
+ * Sends one call to its executor. Never rejects. `trace` holds the trace
+ * context headers of the call; `argumentsJson` is JSON.stringify of its
+ * arguments, when known already.
+ */
+export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string,
+  trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
   const timeoutMs = call.tool.executor.timeoutMs
   return ctx.client.post({
     url: call.tool.executor.url,
     timeoutMs,
-    body: executorBody(ctx.bodyPrefix, call, operationId, DEADLINES.at(Date.now() + timeoutMs), ctx.argumentsJson),
-    headers: { 'idempotency-key': operationId, ...ctx.headers }
+    body: executorBody(ctx.bodyPrefix, call, operationId, DEADLINES.at(Date.now() + timeoutMs), argumentsJson),
+    idempotencyKey: operationId,
+    trace
   })
 }
 
@@ -70,9 +72,10 @@ export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): Pla
   }
 }
 
-/** Dispatches a plain (non-action) tool call and settles it for the runner. */
-export async function dispatchPlain (ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<DispatchOutcome<PlainOutcome>> {
-  const outcome = interpretAnswer(await sendToExecutor(ctx, call, operationId), call.tool.readOnly)
+/** Dispatches a plain (non-action) tool call and settles it for the runner (`trace` and `argumentsJson` as sendToExecutor takes them). */
+export async function dispatchPlain (ctx: DispatchContext, call: PreparedCall, operationId: string,
+  trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<PlainOutcome>> {
+  const outcome = interpretAnswer(await sendToExecutor(ctx, call, operationId, trace, argumentsJson), call.tool.readOnly)
   outcome.details.operationId = operationId
   return { value: outcome, uncertain: outcome.status === 'uncertain', closeBatch: false }
 }

@@ -1,33 +1,21 @@
 import { performance } from 'node:perf_hooks'
 import type { ExecutorClient } from '../dispatch/client.js'
-import { executorBodyPrefix } from '../dispatch/executor-body.js'
 import { ProblemError } from '../errors.js'
-import { EventRecorder, round } from '../events/recorder.js'
-import { IsoTime } from '../events/iso-time.js'
+import { EventRecorder } from '../events/recorder.js'
 import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
-import { prepareBatch } from '../prepare/pipeline.js'
-import type { PreparationContext, PreparationOutcome, PreparedCall, RawCall } from '../prepare/types.js'
-import { type RunIdentity, operationId } from '../receipts/operation-id.js'
-import { type CanonicalText, canonicalJson, canonicalText, fingerprintOfText } from '../repeat/fingerprint.js'
+import type { RawCall } from '../prepare/types.js'
+import { type CanonicalText, canonicalJson, canonicalText } from '../repeat/fingerprint.js'
 import { sha256 } from '../repeat/sha256.js'
-import { policyMessage } from '../repeat/tracker.js'
+import { deadlinePassed } from '../runs/deadline.js'
 import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
-import { planEpochs } from '../schedule/plan.js'
-import { EpochRunner } from '../schedule/runner.js'
-import { type DispatchOutcome, type SchedulableCall, type Settlement, type StopSignal, StopSwitch } from '../schedule/types.js'
+import { StopSwitch } from '../schedule/types.js'
 import { type BatchIdEntry, type Store, holds } from '../store/types.js'
-import type { BatchOutcome, CallInfo, Telemetry } from '../telemetry/types.js'
+import type { BatchInfo, Telemetry } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
 import type { ToolLookup } from '../tools/types.js'
-import { admit } from './admit.js'
-import { type ActionOutcome, dispatchAction } from './dispatch-action.js'
-import { type DispatchContext, dispatchPlain } from './dispatch-call.js'
-import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
-import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
-import type { BatchEvent, BatchResponse, CallResult, PolicyMessage } from './types.js'
-import { addStats, emptyStats } from '../runs/stats.js'
-import { deadlinePassed, terminateByTimeout } from '../runs/deadline.js'
+import { BatchRun } from './batch-run.js'
+import type { BatchEvent } from './types.js'
 
 export interface EngineDeps {
   store: Store
@@ -202,7 +190,6 @@ export class BatchEngine {
   async #run (req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls): Promise<BatchAnswer> {
     const { store, telemetry } = this.#deps
     const t0 = performance.now()
-    const options = run.options
     const controller = new StopSwitch()
     // Nothing starts once the lease could have passed to another replica (a pause, a store that cannot renew it).
     if (run.inFlight !== null) controller.holdUntil(run.inFlight.leaseExpiresAt - this.#leaseMargin())
@@ -210,94 +197,14 @@ export class BatchEngine {
     const onClientGone = (): void => controller.abort('client_gone')
     req.signal?.addEventListener('abort', onClientGone, { once: true })
     if (req.signal?.aborted === true) controller.abort('client_gone')
-    const recorder = new EventRecorder(options.events, req.onEvent)
-    const observer = new ObserverList([recorder, telemetry.observeBatch({
-      runId: req.runId,
-      batchId: req.batchId,
-      tenant: req.tenant,
-      turn,
-      calls: req.calls.length,
-      mode: options.toolExecution,
-      ...(req.traceparent === undefined ? {} : { traceparent: req.traceparent }),
-      ...(req.tracestate === undefined ? {} : { tracestate: req.tracestate })
-    })])
-    recorder.emit({ type: 'batch.started', size: req.calls.length })
-    const deadline = this.#startDeadline(req.runId, run, controller, observer)
-
+    const recorder = new EventRecorder(run.options.events, req.onEvent)
+    const info: BatchInfo = { runId: req.runId, batchId: req.batchId, tenant: req.tenant, turn, calls: req.calls.length, mode: run.options.toolExecution }
+    // The caller's trace context, when it sent one, continues in the batch's spans.
+    if (req.traceparent !== undefined) info.traceparent = req.traceparent
+    if (req.tracestate !== undefined) info.tracestate = req.tracestate
+    const observer = new ObserverList([recorder, telemetry.observeBatch(info)])
     try {
-      const preparedAt = PREPARED_TIMES.at(Date.now())
-      const ctx: PreparationContext = {
-        runId: req.runId,
-        tenant: req.tenant,
-        allowedTools: options.tools === null ? null : new Set(options.tools),
-        scopes: req.scopes,
-        maxArgumentBytes: this.#deps.maxArgumentBytes,
-        // Parsed from this request's body and hashed already (identifyCalls): nothing else reads them.
-        argumentsOwned: true,
-        argumentTexts: calls.argumentTexts
-      }
-      const outcomes = await prepareBatch(req.calls, this.#deps.tools, ctx, this.#deps.authorizer)
-      // One serialization of the arguments gives the fingerprint and, mostly, the executor's body too:
-      // the request's own, when preparation left them as they came, else the prepared ones'.
-      const argumentTexts = outcomes.map((o, i) =>
-        this.#leftAsSent(o, req.calls[i]!) ? calls.argumentTexts[i]! : canonicalText(o.arguments ?? null))
-      const fingerprints = outcomes.map((o, i) => fingerprintOfText(o.tool?.name ?? o.requestedName, argumentTexts[i]!.text))
-
-      // Admission is atomic with the run: repeat streak, call budget, state.
-      const admitted = await store.updateRun(req.runId, (r) => {
-        if (r.state !== 'active') return r.terminationReason ?? 'run_not_active'
-        // A resumed batch is admitted again from where its first admission started: its calls count once.
-        const from = r.admitted?.batchId === req.batchId ? r.admitted : { batchId: req.batchId, repeat: r.repeat, toolCalls: r.counters.toolCalls }
-        const a = admit(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
-        r.admitted = from
-        r.repeat = a.repeat
-        r.counters.toolCalls = from.toolCalls + a.admitted
-        if (a.termination !== null) {
-          r.state = 'terminated'
-          r.terminationReason = a.termination.reason
-        }
-        return a
-      })
-      // A string: the run left `active` during preparation (cancel, DELETE) and nothing may start.
-      const admission = admitted.found && typeof admitted.value !== 'string' ? admitted.value : null
-      const stoppedBy = admitted.found && typeof admitted.value === 'string' ? admitted.value : 'ended'
-
-      // Filled in place as calls settle; packed (not `new Array(n)`, which is holey), so JSON.stringify takes its fast path.
-      const results: CallResult[] = outcomes.map(() => PENDING)
-      const policyMessages: PolicyMessage[] = []
-      const dispatchable: PreparedCall[] = []
-      const stats = emptyStats()
-      const notActiveReason = controller.aborted ? String(controller.reason) : stoppedBy
-      for (const [i, o] of outcomes.entries()) {
-        const decision = admission?.decisions[i]
-        const info = { callId: o.id, tool: o.tool?.name ?? o.requestedName, known: o.tool !== null, epoch: null }
-        let settled: CallResult | null = null
-        if (decision === undefined) {
-          settled = cancelledResult(o, notActiveReason)
-        } else if (decision.kind === 'terminated') {
-          settled = terminatedResult(o, decision.reason)
-          if (decision.count !== null) {
-            stats.repeatTerminations++
-            observer.repeatDetected(info, 'terminated', decision.count)
-          }
-        } else {
-          if (decision.advisory !== null) {
-            stats.repeatAdvisories++
-            observer.repeatDetected(info, 'advisory', decision.advisory)
-            policyMessages.push({ type: 'agent_policy', content: policyMessage(info.tool, decision.advisory) })
-          }
-          if (o.ok) dispatchable.push(o)
-          else settled = rejectedResult(o)
-        }
-        if (settled !== null) {
-          results[i] = settled
-          observer.callSettled({ ...info, status: settled.status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, reason: reasonOf(settled.details) })
-        }
-      }
-      if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
-
-      const closed = await this.#schedule(req, run, dispatchable, preparedAt, fingerprints, argumentTexts, results, stats, observer, controller)
-      return await this.#finish(req, turn, calls.requestHash, t0, results, policyMessages, recorder, observer, stats, closed, controller)
+      return await new BatchRun(this.#deps, req, run, turn, calls, controller, recorder, observer).execute()
     } catch (err) {
       observer.batchCompleted('error', performance.now() - t0)
       // A bug must not leave the run leased forever.
@@ -306,32 +213,9 @@ export class BatchEngine {
       }).catch(() => {})
       throw err
     } finally {
-      if (deadline !== null) clearTimeout(deadline)
       req.signal?.removeEventListener('abort', onClientGone)
       this.#controls.delete(req.runId)
     }
-  }
-
-  /**
-   * The run's timeoutMs, when it can pass during this batch: nothing more
-   * starts, and the run is terminated then and there, not once the calls
-   * still running have settled, so it reads `timeout` meanwhile and a cancel
-   * that comes after the deadline finds it so.
-   */
-  #startDeadline (runId: string, run: RunRecord, controller: StopSwitch, observer: ObserverList): NodeJS.Timeout | null {
-    const { timeoutMs } = run.options.limits
-    const remaining = timeoutMs === null ? Infinity : run.createdAt + timeoutMs - Date.now()
-    // Node fires a timer of more than 2^31-1 ms at once; a deadline that far off cannot pass during one batch anyway.
-    if (remaining > MAX_TIMER_MS) return null
-    const t = setTimeout(() => {
-      controller.abort('timeout')
-      // Serialized with the batch's own updates: #finish sees the run terminated already and reports nothing twice.
-      this.#deps.store.updateRun(runId, terminateByTimeout).then((u) => {
-        if (u.found && u.value) observer.runTerminated('timeout')
-      }, () => { /* #finish terminates it when the batch settles */ })
-    }, Math.max(0, remaining))
-    t.unref()
-    return t
   }
 
   /** Renews the lease of every batch running in this process. */
@@ -368,174 +252,11 @@ export class BatchEngine {
   #leaseMargin (): number {
     return Math.floor(this.#deps.leaseMs / 4)
   }
-
-  /**
-   * Whether a call's prepared arguments are exactly the request's: the same
-   * object, of a tool whose preparation changes nothing in place, with no
-   * external authorizer (an in-process one is handed the object).
-   */
-  #leftAsSent (outcome: PreparationOutcome, raw: RawCall): boolean {
-    return outcome.arguments === raw.arguments && (outcome.tool === null || !outcome.tool.preparesInPlace) && this.#deps.authorizer === undefined
-  }
-
-  /** Plans and runs the epochs; answers whether a projection failure closed the batch. */
-  async #schedule (req: BatchRequest, run: RunRecord, calls: PreparedCall[], preparedAt: string, fingerprints: string[],
-    argumentTexts: CanonicalText[], results: CallResult[], stats: RunStats, observer: ObserverList, signal: StopSignal): Promise<boolean> {
-    if (calls.length === 0) return false
-    const byIndex = new Map<number, PreparedCall>()
-    const schedulable: SchedulableCall[] = calls.map((c) => {
-      byIndex.set(c.index, c)
-      return { index: c.index, id: c.id, readOnly: c.tool.readOnly, execution: c.tool.execution, conflictKey: c.conflictKey }
-    })
-    const epochs = planEpochs(schedulable, run.options.toolExecution)
-    let closed = false
-    const info = (c: SchedulableCall, epoch: number): CallInfo =>
-      ({ callId: c.id, tool: byIndex.get(c.index)!.tool.name, known: true, epoch })
-    // Made once when a call starts, for every hook of its dispatch.
-    const started = new Array<CallInfo>(req.calls.length)
-
-    // Once per call: objects are built whole, without spreads.
-    const settle = (c: SchedulableCall, s: Settlement<unknown>): void => {
-      const call = byIndex.get(c.index)!
-      let result: CallResult
-      let durationMs: number | null = null
-      if (s.kind === 'ran') {
-        const value = s.value as ActionOutcome
-        durationMs = s.durationMs
-        stats.toolTimeMs += s.durationMs
-        // The outcome's details are its own, made for this call: completed in place.
-        const details = value.details
-        details.epoch = s.epoch
-        details.durationMs = round(s.durationMs)
-        details.startedAt = START_TIMES.at(s.startedAt)
-        if (call.tool.name !== call.requestedName) details.tool = call.tool.name
-        result = { callId: call.id, name: call.requestedName, status: value.status, content: value.content, isError: value.isError, details }
-        if (value.status === 'projection_failed') {
-          closed = true
-          stats.projectionFailures++
-        }
-        if (value.status === 'uncertain' || details.receipt?.status === 'uncertain') stats.uncertainWrites++
-      } else if (s.kind === 'blocked') {
-        stats.blockedCalls++
-        result = blockedResult(call, s.blockedBy, s.epoch)
-      } else {
-        result = cancelledResult(call, closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
-      }
-      results[c.index] = result
-      const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
-      observer.callSettled({
-        callId: c.id, tool: call.tool.name, known: true, epoch: s.epoch, status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, reason: reasonOf(result.details)
-      })
-    }
-
-    const runner = new EpochRunner<ActionOutcome>({
-      maxConcurrent: run.options.maxConcurrentTools,
-      signal,
-      hooks: {
-        epochStarted: (e, n) => {
-          stats.epochs++
-          stats.largestEpoch = Math.max(stats.largestEpoch, n)
-          observer.epochStarted(e, n)
-        },
-        epochSettled: (e, d) => observer.epochSettled(e, epochs[e]?.length ?? 0, d),
-        callStarted: (c, e) => observer.callStarted((started[c.index] = info(c, e))),
-        callSettled: (c, _e, s) => settle(c, s)
-      },
-      // A dispatch that threw inside toolgate may or may not have sent its request.
-      onDispatchError: (c) => c.readOnly
-        ? { value: { status: 'error', content: errorContent('internal_error', 'The call failed inside toolgate; this read had no effect.'), isError: true, details: { cause: 'internal_error' } }, uncertain: false, closeBatch: false }
-        : { value: { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details: { cause: 'internal_error' } }, uncertain: true, closeBatch: false }
-    })
-
-    const bodyPrefix = executorBodyPrefix(req.runId, req.batchId)
-    const identity: RunIdentity = { runId: req.runId, tenant: req.tenant, createdAt: run.createdAt }
-    const dispatch = (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> => {
-      const call = byIndex.get(c.index)!
-      const callInfo = started[c.index] ?? info(c, epoch)
-      const opId = operationId(identity, call.id, fingerprints[call.index]!)
-      const args = argumentTexts[call.index]!
-      const ctx: DispatchContext = {
-        runId: req.runId,
-        batchId: req.batchId,
-        bodyPrefix,
-        client: this.#deps.client,
-        headers: observer.executorHeaders(callInfo),
-        argumentsJson: args.plain ? args.text : undefined
-      }
-      if (call.tool.action === null) return dispatchPlain(ctx, call, opId)
-      return dispatchAction({ ...ctx, store: this.#deps.store, tenant: req.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }, call, opId, preparedAt)
-    }
-
-    await runner.run(epochs, dispatch)
-    return closed
-  }
-
-  /** Records the batch, releases the lease and builds the response. */
-  async #finish (req: BatchRequest, turn: number, requestHash: string, t0: number, results: CallResult[], policyMessages: PolicyMessage[],
-    recorder: EventRecorder, observer: ObserverList, stats: RunStats, closed: boolean, signal: StopSignal): Promise<BatchAnswer> {
-    const { store } = this.#deps
-    const reason = signal.aborted ? String(signal.reason) : null
-    const wallMs = performance.now() - t0
-    stats.wallTimeMs += wallMs
-    for (const r of results) {
-      if (r === PENDING) throw new Error('a call of the batch never settled')
-      stats.callsByStatus[r.status] = (stats.callsByStatus[r.status] ?? 0) + 1
-    }
-
-    // Terminal states this batch causes, unless the run already left `active`.
-    const ending: TerminationReason | null = closed ? 'projection_failed' : reason === 'timeout' ? 'timeout' : null
-    const finalized = await store.updateRun(req.runId, (r) => {
-      let terminatedNow = false
-      if (ending !== null && r.state === 'active') {
-        r.state = 'terminated'
-        r.terminationReason = ending
-        terminatedNow = true
-      }
-      r.stats = addStats(r.stats ?? emptyStats(), stats)
-      return { state: r.state, terminationReason: r.terminationReason, terminatedNow }
-    })
-    const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false }
-    if (state.terminatedNow) observer.runTerminated(ending!)
-    this.#deps.onStats?.(stats)
-
-    const outcome: BatchOutcome = closed ? 'closed' : state.state === 'terminated' ? 'terminated' : reason !== null ? 'cancelled' : 'completed'
-    observer.batchCompleted(outcome, wallMs)
-    recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
-    const response: BatchResponse = {
-      runId: req.runId,
-      batchId: req.batchId,
-      turn,
-      results,
-      events: recorder.events,
-      policyMessages,
-      continue: state.state === 'active' && !closed,
-      run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
-    }
-    let responseJson = JSON.stringify(response)
-    // The answer is stored as the lease is released: a resend finds one or the other.
-    const stored = await store.completeBatch(req.runId, this.#deps.replicaId, { batchId: req.batchId, requestHash, responseJson, completedAt: Date.now() })
-    // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
-    if (!stored) responseJson = (await store.getBatch(req.runId, req.batchId))?.responseJson ?? responseJson
-    return {
-      body: responseJson,
-      replayed: false,
-      log: { runId: req.runId, batchId: req.batchId, turn, calls: results.length, outcome, durationMs: round(wallMs) }
-    }
-  }
 }
 
-/** When calls started, as ISO text. */
-const START_TIMES = new IsoTime()
-/** When batches were prepared, as ISO text. */
-const PREPARED_TIMES = new IsoTime()
-/** Holds a result's place until its call settles; every call settles before the answer is built. */
-const PENDING = {} as CallResult
 
 /** Leases are renewed every third of their length, but never more often than this. */
 const MIN_RENEWAL_MS = 100
-
-/** The longest delay a Node timer honours. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** The problem a batch that does not start answers. */
 function refusal (begin: Exclude<Begin, { kind: 'started' | 'replay' }>, req: BatchRequest): ProblemError {
@@ -551,13 +272,8 @@ function notFound (runId: string): ProblemError {
   return new ProblemError('run_not_found', `No run ${runId}`)
 }
 
-/** Why a call did not succeed, for spans and logs: a reason code, a cause or an HTTP status. */
-function reasonOf (d: CallResult['details']): string | undefined {
-  return d.reason ?? d.cause ?? (d.httpStatus !== undefined && d.httpStatus >= 300 ? String(d.httpStatus) : undefined)
-}
-
 /** A batch's calls as identified on arrival. */
-interface IdentifiedCalls {
+export interface IdentifiedCalls {
   /** Tells a resend of these calls from other calls under the same batch id. */
   requestHash: string
   /** Each call's raw arguments (`arguments ?? null`) as canonical text. */

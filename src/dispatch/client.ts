@@ -12,8 +12,12 @@ export type ExecutorAnswer =
 export interface ExecutorRequest {
   url: string
   timeoutMs: number
+  /** JSON text. */
   body: string
-  headers: Record<string, string>
+  /** Sent as the Idempotency-Key header (the call's operation id). */
+  idempotencyKey?: string
+  /** Trace context headers (`traceparent`, `tracestate`). */
+  trace?: Readonly<Record<string, string>> | undefined
 }
 
 export interface ExecutorClientOptions {
@@ -167,7 +171,7 @@ export class ExecutorClient {
           origin: target.origin,
           path: target.path,
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json', ...req.headers },
+          headers: requestHeaders(req),
           body: req.body,
           headersTimeout: req.timeoutMs,
           bodyTimeout: req.timeoutMs
@@ -193,6 +197,15 @@ export class ExecutorClient {
     }
     return target
   }
+}
+
+/** The headers of an executor request, built as one object: this runs once per tool call. */
+function requestHeaders (req: ExecutorRequest): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' }
+  if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey
+  const trace = req.trace
+  if (trace !== undefined) for (const name in trace) headers[name] = trace[name]!
+  return headers
 }
 
 function errorCode (err: unknown, timedOut: boolean): string {

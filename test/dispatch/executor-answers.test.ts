@@ -309,9 +309,9 @@ t.test('a TLS handshake that never completes is a failure before sending: the cl
   // A short connect timeout keeps the test fast; the tool timeout is shorter still.
   const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES, connectTimeoutMs: 400 })
   t.teardown(() => client.close())
-  const answer = await client.post({ url: `https://127.0.0.1:${port}/tools/x`, timeoutMs: 100, body: '{}', headers: {} })
+  const answer = await client.post({ url: `https://127.0.0.1:${port}/tools/x`, timeoutMs: 100, body: '{}' })
   t.equal(answer.kind, 'unsent', 'nothing was sent, so a write must not become uncertain')
-  const long = await client.post({ url: `https://127.0.0.1:${port}/tools/x`, timeoutMs: 5000, body: '{}', headers: {} })
+  const long = await client.post({ url: `https://127.0.0.1:${port}/tools/x`, timeoutMs: 5000, body: '{}' })
   t.strictSame(long, { kind: 'unsent', code: 'UND_ERR_CONNECT_TIMEOUT' }, 'the same failure with a longer tool timeout is unsent')
 })
 
@@ -332,8 +332,8 @@ t.test('a call whose tool timeout passes while it waits for a socket is unsent, 
   const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES, connectionsPerOrigin: 1 })
   t.teardown(() => client.close())
   const url = `http://127.0.0.1:${port}/tools/x`
-  const slow = client.post({ url, timeoutMs: 5000, body: '"slow"', headers: {} })
-  const queued = await client.post({ url, timeoutMs: 50, body: '"queued"', headers: {} })
+  const slow = client.post({ url, timeoutMs: 5000, body: '"slow"' })
+  const queued = await client.post({ url, timeoutMs: 50, body: '"queued"' })
   t.strictSame(queued, { kind: 'unsent', code: 'timeout' }, 'answered at its timeout, not when a socket frees')
   t.match(await slow, { kind: 'answered', status: 200 })
   await sleep(100)
@@ -343,5 +343,5 @@ t.test('a call whose tool timeout passes while it waits for a socket is unsent, 
 t.test('a URL that does not parse is answered as unsent, never thrown', async (t) => {
   const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES })
   t.teardown(() => client.close())
-  t.strictSame(await client.post({ url: 'not a url', timeoutMs: 100, body: '{}', headers: {} }), { kind: 'unsent', code: 'ERR_INVALID_URL' })
+  t.strictSame(await client.post({ url: 'not a url', timeoutMs: 100, body: '{}' }), { kind: 'unsent', code: 'ERR_INVALID_URL' })
 })
