@@ -1,7 +1,7 @@
 /**
  * One bench server in its own process, so the load generator does not share
- * its event loop: `child.js executor`, `child.js relay <executorUrl>` or
- * `child.js toolgate <executorUrl> <logLevel>`. It reports `{ready, url}`
+ * its event loop: `child.js executor`, `child.js relay <executorUrl>`,
+ * `child.js floor <executorUrl>` or `child.js toolgate <executorUrl> <logLevel>`. It reports `{ready, url}`
  * over IPC, answers `cpu` with its CPU time, and exits on `stop` or when the
  * parent goes away (so a crashed bench leaves nothing running).
  */
@@ -25,6 +25,10 @@ async function start (role: string, args: string[]): Promise<{ url: string, clos
     case 'relay': {
       const relay = (await import('./relay.js')).buildRelay(args[0]!)
       return { url: await relay.app.listen({ host: '127.0.0.1', port: 0 }), close: relay.close }
+    }
+    case 'floor': {
+      const floor = (await import('./floor.js')).buildFloor(args[0]!)
+      return { url: await floor.app.listen({ host: '127.0.0.1', port: 0 }), close: floor.close }
     }
     case 'toolgate': {
       const { app, url } = await (await import('./toolgate.js')).startToolgate(args[0]!, args[1] ?? 'info')

@@ -6,7 +6,7 @@
 import { Pool } from 'undici'
 import { BENCH_KEY } from './settings.js'
 
-export type TargetName = 'direct' | 'relay' | 'toolgate'
+export type TargetName = 'direct' | 'relay' | 'floor' | 'toolgate'
 
 /** One call as the model wrote it. */
 export interface BenchCall { id: string, name: string, arguments: Record<string, unknown> }
@@ -50,8 +50,8 @@ export function directTarget (executorUrl: string): Target {
   }
 }
 
-/** A service of toolgate's shape: the relay or toolgate. `connections` is the concurrency offered. */
-export function serviceTarget (name: 'relay' | 'toolgate', url: string, connections: number): Target {
+/** A service of toolgate's shape: the relay, the floor or toolgate. `connections` is the concurrency offered. */
+export function serviceTarget (name: 'relay' | 'floor' | 'toolgate', url: string, connections: number): Target {
   const pool = new Pool(url, { connections, keepAliveTimeout: 10_000 })
   const headers = { ...JSON_HEADERS, authorization: `Bearer ${BENCH_KEY}` }
   let seq = 0
@@ -65,14 +65,14 @@ export function serviceTarget (name: 'relay' | 'toolgate', url: string, connecti
     async openRun (options) {
       if (name === 'relay') return `relay_${++seq}`
       const res = await request('POST', '/v1/runs', options)
-      if (!res.ok) throw new Error(`toolgate refused a run: ${res.status} ${res.text.slice(0, 300)}`)
+      if (!res.ok) throw new Error(`${name} refused a run: ${res.status} ${res.text.slice(0, 300)}`)
       return (JSON.parse(res.text) as { runId: string }).runId
     },
     send: (runId, calls) => request('POST', `/v1/runs/${runId}/batches`, { calls }),
     async closeRun (runId) {
       if (name === 'relay') return
       const res = await request('DELETE', `/v1/runs/${runId}`)
-      if (!res.ok) throw new Error(`toolgate did not end run ${runId}: ${res.status} ${res.text.slice(0, 300)}`)
+      if (!res.ok) throw new Error(`${name} did not end run ${runId}: ${res.status} ${res.text.slice(0, 300)}`)
     },
     close: () => pool.close()
   }

@@ -11,17 +11,19 @@ export function markdown (r: BenchResults): string {
   const out: string[] = []
   out.push(`Measured by \`npm run bench\`${m.smoke ? ' --smoke (tiny counts: the figures mean nothing)' : ''} on ${m.date.slice(0, 10)}: Node ${m.node}, ` +
     `${m.cpus} × ${m.cpuModel}, load average ${m.loadavgStart.join(' / ')} at the start and ${m.loadavgEnd.join(' / ')} at the end ` +
-    `(other work shared the machine), ${m.durationS} s in all. Medians of ${m.settings.rounds} rounds, the three targets interleaved ` +
+    `(other work shared the machine), ${m.durationS} s in all. Medians of ${m.settings.rounds} rounds, the targets interleaved ` +
     `in every round; ratios are taken within a round. toolgate logs at \`${m.toolgateLogLevel}\` to /dev/null.`)
   out.push('')
   out.push('**Throughput**, calls per second, `look`-style read-only calls to a fast fastify executor. ' +
-    'direct: the load generator calls the executor itself; relay: a bare fastify + undici forwarder; toolgate: the built service.')
+    'direct: the load generator calls the executor itself; relay: a bare fastify + undici forwarder; floor: the SPEC\'s mandatory ' +
+    'work per batch and nothing more, written flat (bench/floor.ts); toolgate: the built service.')
   out.push('')
-  out.push('| batch | conns | direct | relay | toolgate | relay / direct | toolgate / relay | its rounds, lowest–highest | toolgate / direct | CPU µs per call, relay → toolgate | event loop busy, relay / toolgate |')
-  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  out.push('| batch | conns | direct | relay | floor | toolgate | relay / direct | floor / relay | toolgate / relay | its rounds, lowest–highest | toolgate / floor | toolgate / direct | CPU µs per call, relay → floor → toolgate | event loop busy, relay / floor / toolgate |')
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const c of r.throughput) {
-    out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.concurrency} | ${n(c.callsPerSec.direct)} | ${n(c.callsPerSec.relay)} | ${n(c.callsPerSec.toolgate)} | ` +
-      `${n(c.relayOverDirect)} | ${atLeast(c.toolgateOverRelay, c.target)} | ${n(c.toolgateOverRelayRounds[0])}–${n(c.toolgateOverRelayRounds[1])} | ${n(c.toolgateOverDirect)} | ${n(c.cpuUsPerCall.relay)} → ${n(c.cpuUsPerCall.toolgate)} (× ${n(c.cpuToolgateOverRelay)}) | ${n(c.loopBusy.relay)} / ${n(c.loopBusy.toolgate)} |`)
+    out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.concurrency} | ${n(c.callsPerSec.direct)} | ${n(c.callsPerSec.relay)} | ${n(c.callsPerSec.floor)} | ${n(c.callsPerSec.toolgate)} | ` +
+      `${n(c.relayOverDirect)} | ${n(c.floorOverRelay)} | ${atLeast(c.toolgateOverRelay, c.target)} | ${n(c.toolgateOverRelayRounds[0])}–${n(c.toolgateOverRelayRounds[1])} | ${n(c.toolgateOverFloor)} | ${n(c.toolgateOverDirect)} | ` +
+      `${n(c.cpuUsPerCall.relay)} → ${n(c.cpuUsPerCall.floor)} → ${n(c.cpuUsPerCall.toolgate)} (× ${n(c.cpuToolgateOverRelay)}) | ${n(c.loopBusy.relay)} / ${n(c.loopBusy.floor)} / ${n(c.loopBusy.toolgate)} |`)
   }
   out.push('')
   out.push('**Latency** of a batch at a moderate, fixed arrival rate (open loop), ms.')

@@ -1,33 +1,38 @@
 /** The shape of bench/results.json. Every figure is a median over rounds unless it says otherwise. */
 import type { BenchSettings } from './settings.js'
 
-export const PLACEMENT = 'Four processes on 127.0.0.1, none pinned: the load generator (undici pools, and the in-process ' +
-  'preparation loop), the executor, the relay and toolgate. Only the service under test is loaded at any moment (the other ' +
-  'idles), so each measurement is three busy processes on the cores the OS gives them; direct is two. For batches the load ' +
+export const PLACEMENT = 'Five processes on 127.0.0.1, none pinned: the load generator (undici pools, and the in-process ' +
+  'preparation loop), the executor, the relay, the floor and toolgate. Only the service under test is loaded at any moment (the ' +
+  'others idle), so each measurement is three busy processes on the cores the OS gives them; direct is two. For batches the load ' +
   'generator sends one request per batch and stays light (loadgenCores); direct makes it do the per-call work instead. ' +
-  'The relay and toolgate run with the same Node flags (toolgate\'s: a 64 MiB young generation).'
+  'The relay, the floor and toolgate run with the same Node flags (toolgate\'s: a 64 MiB young generation).'
 
 type PerTarget = { direct: number, relay: number, toolgate: number }
+type PerService = { relay: number, floor: number, toolgate: number }
 
 export interface ThroughputCell {
   batchSize: number
   /** Batches in flight at once (connections to the service). */
   concurrency: number
-  callsPerSec: PerTarget
+  callsPerSec: PerTarget & { floor: number }
   relayOverDirect: number
+  /** What any implementation of the SPEC keeps of the relay's throughput: the floor (bench/floor.ts) over the relay. */
+  floorOverRelay: number
+  /** toolgate over the floor: what toolgate's own design costs beyond the SPEC's mandatory work. */
+  toolgateOverFloor: number
   toolgateOverRelay: number
   /** The lowest and highest toolgate / relay of a single round: how far the machine moved it. */
   toolgateOverRelayRounds: [number, number]
   toolgateOverDirect: number
   /** CPU time the service process spent per call (µs). */
-  cpuUsPerCall: { relay: number, toolgate: number }
+  cpuUsPerCall: PerService
   cpuToolgateOverRelay: number
   /**
    * Share of the window each service's event loop was busy. Near 1 for both:
    * each is bound by its own main thread, so toolgate / relay follows their
    * CPU per call.
    */
-  loopBusy: { relay: number, toolgate: number }
+  loopBusy: PerService
   /** Highest CPU use of the load generator in a window, in cores. */
   loadgenCores: number
   errors: number

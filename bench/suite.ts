@@ -1,5 +1,5 @@
 /**
- * The whole bench: start the executor, the relay and toolgate in their own
+ * The whole bench: start the executor, the relay, the floor and toolgate in their own
  * processes, measure every figure against its reference in the same run
  * (targets interleaved round by round), stop everything, and answer the
  * results. run.ts is the command line around it; the smoke test calls it.
@@ -39,27 +39,28 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
   const children: BenchChild[] = []
   const targets: Target[] = []
   try {
-    log('starting the executor, the relay and toolgate (one process each)')
+    log('starting the executor, the relay, the floor and toolgate (one process each)')
     const startTimeoutMs = opts.smoke === true ? 120_000 : 30_000
     const executor = await startChild('executor', [], { startTimeoutMs })
     children.push(executor)
-    // The relay gets toolgate's Node flags too: the ratio is of the code, not of the tuning.
-    const [relay, toolgate] = await Promise.all([
+    // The relay and the floor get toolgate's Node flags too: the ratio is of the code, not of the tuning.
+    const [relay, floor, toolgate] = await Promise.all([
       startChild('relay', [executor.url], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] }),
+      startChild('floor', [executor.url], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] }),
       startChild('toolgate', [executor.url, opts.logLevel ?? 'info'], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
     ])
-    children.push(relay, toolgate)
+    children.push(relay, floor, toolgate)
 
     const direct = directTarget(executor.url)
     targets.push(direct)
     const services = new Map(s.concurrency.map((c) => {
-      const t = { relay: serviceTarget('relay', relay.url, c), toolgate: serviceTarget('toolgate', toolgate.url, c) }
-      targets.push(t.relay, t.toolgate)
+      const t = { relay: serviceTarget('relay', relay.url, c), floor: serviceTarget('floor', floor.url, c), toolgate: serviceTarget('toolgate', toolgate.url, c) }
+      targets.push(t.relay, t.floor, t.toolgate)
       return [c, t]
     }))
     const all: Targets = {
       at: (name, c) => (name === 'direct' ? direct : services.get(c)![name]),
-      process: (name) => (name === 'relay' ? relay : name === 'toolgate' ? toolgate : undefined)
+      process: (name) => (name === 'relay' ? relay : name === 'floor' ? floor : name === 'toolgate' ? toolgate : undefined)
     }
 
     log('warming up every target')

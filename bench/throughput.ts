@@ -1,6 +1,7 @@
 /**
  * Measures 1 and 2 of the issue: throughput in a closed loop and batch
- * latency in an open loop, for direct, relay and toolgate. Every round
+ * latency in an open loop, for direct, relay, the floor (throughput only) and
+ * toolgate. Every round
  * measures each target once per cell, starting with a different target each
  * time, and ratios are taken within a round, so drift on a shared machine
  * cancels instead of favouring whoever ran in the quiet minute.
@@ -12,9 +13,13 @@ import type { LatencyCell, ThroughputCell } from './results.js'
 import { type BenchSettings, TARGETS } from './settings.js'
 import { median, percentile, rotate, sig } from './stats.js'
 
-export const TARGET_NAMES: readonly TargetName[] = ['direct', 'relay', 'toolgate']
+export const TARGET_NAMES: readonly TargetName[] = ['direct', 'relay', 'floor', 'toolgate']
+/** Latency compares toolgate with the relay only. */
+const LATENCY_TARGETS: readonly LatencyTarget[] = ['direct', 'relay', 'toolgate']
+type LatencyTarget = 'direct' | 'relay' | 'toolgate'
+type ServiceName = 'relay' | 'floor' | 'toolgate'
 
-/** The three targets at one concurrency, and the service process behind each (none for direct). */
+/** The targets at one concurrency, and the service process behind each (none for direct). */
 export interface Targets {
   at (name: TargetName, concurrency: number): Target
   process (name: TargetName): BenchChild | undefined
@@ -33,11 +38,17 @@ export async function warmUp (targets: Targets, s: BenchSettings): Promise<void>
   }
 }
 
-interface CellSamples { callsPerSec: Record<TargetName, number[]>, cpu: { relay: number[], toolgate: number[] }, loop: { relay: number[], toolgate: number[] }, loadgen: number[], errors: number }
+interface CellSamples { callsPerSec: Record<TargetName, number[]>, cpu: Record<ServiceName, number[]>, loop: Record<ServiceName, number[]>, loadgen: number[], errors: number }
 
 export async function measureThroughput (targets: Targets, s: BenchSettings, log: (line: string) => void): Promise<ThroughputCell[]> {
   const cells = s.batchSizes.flatMap((batchSize) => s.concurrency.map((concurrency) => ({ batchSize, concurrency })))
-  const samples: CellSamples[] = cells.map(() => ({ callsPerSec: { direct: [], relay: [], toolgate: [] }, cpu: { relay: [], toolgate: [] }, loop: { relay: [], toolgate: [] }, loadgen: [], errors: 0 }))
+  const samples: CellSamples[] = cells.map(() => ({
+    callsPerSec: { direct: [], relay: [], floor: [], toolgate: [] },
+    cpu: { relay: [], floor: [], toolgate: [] },
+    loop: { relay: [], floor: [], toolgate: [] },
+    loadgen: [],
+    errors: 0
+  }))
   for (let round = 0; round < s.rounds; round++) {
     log(`throughput round ${round + 1}/${s.rounds}`)
     for (const [i, cell] of cells.entries()) {
@@ -64,14 +75,16 @@ export async function measureThroughput (targets: Targets, s: BenchSettings, log
     const overRelay = perRound(c.toolgate, c.relay)
     return {
       ...cell,
-      callsPerSec: { direct: sig(median(c.direct)), relay: sig(median(c.relay)), toolgate: sig(median(c.toolgate)) },
+      callsPerSec: { direct: sig(median(c.direct)), relay: sig(median(c.relay)), floor: sig(median(c.floor)), toolgate: sig(median(c.toolgate)) },
       relayOverDirect: paired(c.relay, c.direct),
+      floorOverRelay: paired(c.floor, c.relay),
+      toolgateOverFloor: paired(c.toolgate, c.floor),
       toolgateOverRelay: paired(c.toolgate, c.relay),
       toolgateOverRelayRounds: [sig(Math.min(...overRelay)), sig(Math.max(...overRelay))],
       toolgateOverDirect: paired(c.toolgate, c.direct),
-      cpuUsPerCall: { relay: sig(median(cpu.relay)), toolgate: sig(median(cpu.toolgate)) },
+      cpuUsPerCall: { relay: sig(median(cpu.relay)), floor: sig(median(cpu.floor)), toolgate: sig(median(cpu.toolgate)) },
       cpuToolgateOverRelay: paired(cpu.toolgate, cpu.relay),
-      loopBusy: { relay: sig(median(loop.relay), 2), toolgate: sig(median(loop.toolgate), 2) },
+      loopBusy: { relay: sig(median(loop.relay), 2), floor: sig(median(loop.floor), 2), toolgate: sig(median(loop.toolgate), 2) },
       loadgenCores: sig(Math.max(...loadgen), 2),
       errors,
       target: TARGETS.toolgateOverRelay[cell.batchSize] ?? null
@@ -85,12 +98,12 @@ export async function measureLatency (targets: Targets, s: BenchSettings, log: (
   for (const batchSize of s.batchSizes) {
     const rate = s.latency.batchesPerSec[batchSize] ?? 100
     // [p50, p99] per round, per target
-    const rounds: Record<TargetName, Array<[number, number]>> = { direct: [], relay: [], toolgate: [] }
+    const rounds: Record<LatencyTarget, Array<[number, number]>> = { direct: [], relay: [], toolgate: [] }
     let errors = 0
     let dropped = 0
     for (let round = 0; round < s.latency.rounds; round++) {
       log(`latency, ${batchSize}-call batches at ${rate}/s, round ${round + 1}/${s.latency.rounds}`)
-      for (const name of rotate(TARGET_NAMES, round)) {
+      for (const name of rotate(LATENCY_TARGETS, round)) {
         const r = await openLoop(targets.at(name, concurrency), {
           rate, batchSize, warmupMs: s.latency.warmupMs, windowMs: s.latency.windowMs, runOptions: runOptions(batchSize), runs: s.latency.runs
         })
@@ -99,7 +112,7 @@ export async function measureLatency (targets: Targets, s: BenchSettings, log: (
         dropped += r.dropped
       }
     }
-    const p = (name: TargetName, k: 0 | 1): number => sig(median(rounds[name].map((x) => x[k])))
+    const p = (name: LatencyTarget, k: 0 | 1): number => sig(median(rounds[name].map((x) => x[k])))
     const added = (k: 0 | 1): number => sig(median(rounds.toolgate.map((x, r) => x[k] - rounds.relay[r]![k])))
     cells.push({
       batchSize,

@@ -88,9 +88,9 @@ t.test('the smoke bench runs every measure against its reference and produces ev
   t.ok(all.length > 60, `many figures (${all.length})`)
   t.same(all.filter(([, v]) => typeof v !== 'number' || !Number.isFinite(v)), [], 'every figure is a finite number')
   for (const c of results.throughput) {
-    t.ok(c.callsPerSec.direct > 0 && c.callsPerSec.relay > 0 && c.callsPerSec.toolgate > 0, `calls completed for ${c.batchSize}-call batches at ${c.concurrency}`)
+    t.ok(c.callsPerSec.direct > 0 && c.callsPerSec.relay > 0 && c.callsPerSec.floor > 0 && c.callsPerSec.toolgate > 0, `calls completed for ${c.batchSize}-call batches at ${c.concurrency}`)
     t.equal(c.errors, 0, 'no target answered an error')
-    for (const busy of [c.loopBusy.relay, c.loopBusy.toolgate]) t.ok(busy > 0 && busy <= 1, 'event-loop busy shares are fractions')
+    for (const busy of [c.loopBusy.relay, c.loopBusy.floor, c.loopBusy.toolgate]) t.ok(busy > 0 && busy <= 1, 'event-loop busy shares are fractions')
     const [lowest, highest] = c.toolgateOverRelayRounds
     t.ok(lowest <= c.toolgateOverRelay && c.toolgateOverRelay <= highest, 'the median toolgate / relay lies within its rounds')
   }

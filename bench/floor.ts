@@ -1,0 +1,131 @@
+/**
+ * The floor: what the SPEC makes every batch cost, and nothing more, written
+ * flat in one route handler. It does the work no implementation of toolgate
+ * can skip, with toolgate's own primitives: the API key looked up by its
+ * SHA-256, the body validated against toolgate's route schema, each call's
+ * arguments validated by the tool's compiled schema and serialized in
+ * canonical form, the request hash, the fingerprint and the operation id
+ * (three SHA-256), each call sent with its Idempotency-Key and traceparent
+ * headers and a tool timeout, the answer's content serialized to a string,
+ * the answer kept for idempotent resends (as toolgate's memory store keeps
+ * it) and one log line per batch.
+ *
+ * What it leaves out is everything else toolgate does: epochs, caps and
+ * conflict keys (every call is sent at once), exact-repeat admission and run
+ * limits, leases, events, metrics, traces, summaries, receipts, cancellation
+ * and most error handling. It answers only the bench's read-only `look`
+ * calls correctly. It is a measuring stick, not a service: toolgate's
+ * throughput over the floor's says how much of the gap to the relay is
+ * toolgate's own design, and the floor's over the relay how much any
+ * implementation of the SPEC must pay.
+ */
+import { randomBytes, randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { Agent, type Dispatcher } from 'undici'
+import { BatchBody } from '../schemas/batch.js'
+import { KeyRing, type Principal } from '../src/auth/keys.js'
+import { jsonString } from '../src/json-text.js'
+import { createLogger, fieldsText, logFields } from '../src/logger.js'
+import { operationId } from '../src/receipts/operation-id.js'
+import { canonicalJson, canonicalText, fingerprintOfText } from '../src/repeat/fingerprint.js'
+import { sha256 } from '../src/repeat/sha256.js'
+import { ToolRegistry } from '../src/tools/registry.js'
+import { BENCH_KEY } from './settings.js'
+import { benchTools } from './workloads.js'
+
+interface FloorRun { runId: string, tenant: string, createdAt: number, turns: number, batches: Map<string, { hash: string, answer: Buffer }> }
+interface FloorCall { id: string, name: string, arguments?: unknown }
+interface Answer { status: number, text: string }
+
+/** One executor exchange as an undici dispatch handler, as toolgate's client does it: the body collected, a timer for the tool timeout. */
+function post (agent: Agent, url: URL, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Answer> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let status = 0
+    const timer = setTimeout(() => resolve({ status: 0, text: '' }), timeoutMs)
+    const handler: Dispatcher.DispatchHandler = {
+      // Its presence tells undici this is a handler of its current interface.
+      onRequestStart () {},
+      onResponseStart (_c, statusCode) { status = statusCode },
+      onResponseData (_c, chunk) { chunks.push(chunk) },
+      onResponseEnd () {
+        clearTimeout(timer)
+        resolve({ status, text: chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString() })
+      },
+      onResponseError () {
+        clearTimeout(timer)
+        resolve({ status: 0, text: '' })
+      }
+    }
+    agent.dispatch({ origin: url.origin, path: url.pathname, method: 'POST', headers, body }, handler)
+  })
+}
+
+export function buildFloor (executorUrl: string): { app: FastifyInstance, close: () => Promise<void> } {
+  const agent = new Agent({ connections: 128, keepAliveTimeout: 10_000 })
+  const tools = new ToolRegistry({ allowedOrigins: null })
+  tools.putAll(benchTools(executorUrl))
+  const urls = new Map(tools.list().map((t) => [t.name, new URL(t.executor.url)]))
+  const keys = KeyRing.fromDocument({ keys: [{ key: BENCH_KEY, tenant: 'bench', roles: ['orchestrator'] }] })
+  const logger = createLogger('info')
+  const runs = new Map<string, FloorRun>()
+  const app = Fastify({ logger: false, keepAliveTimeout: 60_000 })
+  app.decorateRequest('principal', null)
+
+  app.addHook('onRequest', (req, reply, done) => {
+    const principal = keys.authenticate(req.headers.authorization)
+    if (principal === null) {
+      void reply.code(401).send({ code: 'unauthorized' })
+      return
+    }
+    (req as unknown as { principal: Principal }).principal = principal
+    done()
+  })
+
+  app.post('/v1/runs', async (req, reply) => {
+    const runId = `run_${randomUUID()}`
+    runs.set(runId, { runId, tenant: (req as unknown as { principal: Principal }).principal.tenant, createdAt: Date.now(), turns: 0, batches: new Map() })
+    return await reply.code(201).send({ runId })
+  })
+  app.delete<{ Params: { runId: string } }>('/v1/runs/:runId', async (req) => {
+    runs.delete(req.params.runId)
+    return { state: 'ended' }
+  })
+
+  app.post<{ Params: { runId: string }, Body: { batchId?: string, calls: FloorCall[] } }>('/v1/runs/:runId/batches', { schema: { body: BatchBody } }, async (req, reply) => {
+    const t0 = performance.now()
+    const run = runs.get(req.params.runId)
+    if (run === undefined || run.tenant !== (req as unknown as { principal: Principal }).principal.tenant) return await reply.code(404).send({ code: 'run_not_found' })
+    const { calls } = req.body
+    const batchId = req.body.batchId ?? `batch_${randomUUID()}`
+    const texts = calls.map((c) => canonicalText(c.arguments ?? null).text)
+    const hash = sha256(`[${calls.map((c, i) => `[${canonicalJson(c.id)},${canonicalJson(c.name)},${texts[i]!}]`).join(',')}]`, 'base64url').slice(0, 22)
+    const known = run.batches.get(batchId)
+    if (known !== undefined && known.hash === hash) return await reply.type('application/json; charset=utf-8').send(known.answer.toString())
+    const turn = ++run.turns
+    const prefix = `{"runId":${jsonString(run.runId)},"batchId":${jsonString(batchId)},"callId":`
+    const traceId = randomBytes(16).toString('hex')
+    const results = await Promise.all(calls.map(async (c, i) => {
+      const tool = tools.resolve(c.name)!
+      const args = typeof c.arguments === 'string' ? JSON.parse(c.arguments) as unknown : c.arguments ?? {}
+      if (!tool.validate(args)) return { callId: c.id, name: c.name, status: 'rejected', content: '{"error":"invalid_arguments"}', isError: true, details: { reason: 'invalid_arguments' } }
+      const opId = operationId(run, c.id, fingerprintOfText(tool.name, texts[i]!))
+      const timeoutMs = tool.executor.timeoutMs
+      const body = `${prefix}${jsonString(c.id)},"tool":${jsonString(tool.name)},"arguments":${texts[i]!},"operationId":"${opId}","deadline":"${new Date(Date.now() + timeoutMs).toISOString()}"}`
+      const headers = { 'content-type': 'application/json', 'idempotency-key': opId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00` }
+      const startedAt = Date.now()
+      const started = performance.now()
+      const answer = await post(agent, urls.get(tool.name)!, body, headers, timeoutMs)
+      const durationMs = Math.round((performance.now() - started) * 1000) / 1000
+      const parsed = answer.status >= 200 && answer.status < 300 ? JSON.parse(answer.text) as { content?: unknown } : null
+      const content = parsed === null ? '{"error":"executor_failed"}' : typeof parsed.content === 'string' ? parsed.content : JSON.stringify(parsed.content)
+      return { callId: c.id, name: c.name, status: parsed === null ? 'error' : 'ok', content, isError: parsed === null, details: { httpStatus: answer.status, operationId: opId, epoch: 0, durationMs, startedAt: new Date(startedAt).toISOString() } }
+    }))
+    const json = JSON.stringify({ runId: run.runId, batchId, turn, results, events: [], policyMessages: [], continue: true, run: { state: 'active' } })
+    run.batches.set(batchId, { hash, answer: Buffer.from(json) })
+    logFields(logger, 'info', fieldsText({ runId: run.runId, batchId, turn, calls: calls.length, outcome: 'completed', durationMs: Math.round((performance.now() - t0) * 1000) / 1000 }), 'batch completed')
+    return await reply.type('application/json; charset=utf-8').send(json)
+  })
+
+  return { app, close: async () => { await app.close(); await agent.close() } }
+}
