@@ -24,6 +24,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Agent, type Dispatcher } from 'undici'
 import { BatchBody } from '../schemas/batch.js'
 import { KeyRing, type Principal } from '../src/auth/keys.js'
+import { IsoTime } from '../src/events/iso-time.js'
 import { jsonString } from '../src/json-text.js'
 import { createLogger, fieldsText, logFields } from '../src/logger.js'
 import { operationId } from '../src/receipts/operation-id.js'
@@ -36,6 +37,22 @@ import { benchTools } from './workloads.js'
 interface FloorRun { runId: string, tenant: string, createdAt: number, turns: number, batches: Map<string, { hash: string, answer: Buffer }> }
 interface FloorCall { id: string, name: string, arguments?: unknown }
 interface Answer { status: number, text: string }
+
+/** Random hex from a pooled buffer, as toolgate's trace ids are made: one crypto call per 4 KiB. */
+let pool = randomBytes(4096)
+let offset = 0
+function randomHex (bytes: number): string {
+  if (offset + bytes > pool.length) {
+    pool = randomBytes(4096)
+    offset = 0
+  }
+  offset += bytes
+  return pool.toString('hex', offset - bytes, offset)
+}
+
+/** ISO times as toolgate writes them (src/events/iso-time.ts). */
+const DEADLINES = new IsoTime()
+const START_TIMES = new IsoTime()
 
 /** One executor exchange as an undici dispatch handler, as toolgate's client does it: the body collected, a timer for the tool timeout. */
 function post (agent: Agent, url: URL, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Answer> {
@@ -104,22 +121,22 @@ export function buildFloor (executorUrl: string): { app: FastifyInstance, close:
     if (known !== undefined && known.hash === hash) return await reply.type('application/json; charset=utf-8').send(known.answer.toString())
     const turn = ++run.turns
     const prefix = `{"runId":${jsonString(run.runId)},"batchId":${jsonString(batchId)},"callId":`
-    const traceId = randomBytes(16).toString('hex')
+    const traceId = randomHex(16)
     const results = await Promise.all(calls.map(async (c, i) => {
       const tool = tools.resolve(c.name)!
       const args = typeof c.arguments === 'string' ? JSON.parse(c.arguments) as unknown : c.arguments ?? {}
       if (!tool.validate(args)) return { callId: c.id, name: c.name, status: 'rejected', content: '{"error":"invalid_arguments"}', isError: true, details: { reason: 'invalid_arguments' } }
       const opId = operationId(run, c.id, fingerprintOfText(tool.name, texts[i]!))
       const timeoutMs = tool.executor.timeoutMs
-      const body = `${prefix}${jsonString(c.id)},"tool":${jsonString(tool.name)},"arguments":${texts[i]!},"operationId":"${opId}","deadline":"${new Date(Date.now() + timeoutMs).toISOString()}"}`
-      const headers = { 'content-type': 'application/json', 'idempotency-key': opId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00` }
+      const body = `${prefix}${jsonString(c.id)},"tool":${jsonString(tool.name)},"arguments":${texts[i]!},"operationId":"${opId}","deadline":"${DEADLINES.at(Date.now() + timeoutMs)}"}`
+      const headers = { 'content-type': 'application/json', 'idempotency-key': opId, traceparent: `00-${traceId}-${randomHex(8)}-00` }
       const startedAt = Date.now()
       const started = performance.now()
       const answer = await post(agent, urls.get(tool.name)!, body, headers, timeoutMs)
       const durationMs = Math.round((performance.now() - started) * 1000) / 1000
       const parsed = answer.status >= 200 && answer.status < 300 ? JSON.parse(answer.text) as { content?: unknown } : null
       const content = parsed === null ? '{"error":"executor_failed"}' : typeof parsed.content === 'string' ? parsed.content : JSON.stringify(parsed.content)
-      return { callId: c.id, name: c.name, status: parsed === null ? 'error' : 'ok', content, isError: parsed === null, details: { httpStatus: answer.status, operationId: opId, epoch: 0, durationMs, startedAt: new Date(startedAt).toISOString() } }
+      return { callId: c.id, name: c.name, status: parsed === null ? 'error' : 'ok', content, isError: parsed === null, details: { httpStatus: answer.status, operationId: opId, epoch: 0, durationMs, startedAt: START_TIMES.at(startedAt) } }
     }))
     const json = JSON.stringify({ runId: run.runId, batchId, turn, results, events: [], policyMessages: [], continue: true, run: { state: 'active' } })
     run.batches.set(batchId, { hash, answer: Buffer.from(json) })
