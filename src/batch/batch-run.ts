@@ -62,8 +62,10 @@ export class BatchRun implements RunnerHooks {
   #epochs: Epoch[] = []
   #preparedAt = ''
   #closed = false
-  #context: DispatchContext | null = null
-  #identity: RunIdentity | null = null
+  /** What every dispatch of the batch shares. */
+  readonly #context: DispatchContext
+  /** The run, as operation ids name it. */
+  readonly #identity: RunIdentity
 
   /** `observer` tells every observer of the batch, `recorder` (the host's events) among them. */
   constructor (deps: EngineDeps, req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls, controller: StopSwitch,
@@ -76,6 +78,8 @@ export class BatchRun implements RunnerHooks {
     this.#controller = controller
     this.#recorder = recorder
     this.#observer = observer
+    this.#context = { runId: req.runId, batchId: req.batchId, bodyPrefix: executorBodyPrefix(req.runId, req.batchId), client: deps.client }
+    this.#identity = { runId: req.runId, tenant: req.tenant, createdAt: run.createdAt }
   }
 
   /** Runs the batch to its answer. The caller owns the lease and releases it if this throws. */
@@ -223,9 +227,6 @@ export class BatchRun implements RunnerHooks {
     const schedulable: SchedulableCall[] = []
     for (const c of calls) schedulable.push({ index: c.index, id: c.id, readOnly: c.tool.readOnly, execution: c.tool.execution, conflictKey: c.conflictKey })
     this.#epochs = planEpochs(schedulable, this.#run.options.toolExecution)
-    const req = this.#req
-    this.#context = { runId: req.runId, batchId: req.batchId, bodyPrefix: executorBodyPrefix(req.runId, req.batchId), client: this.#deps.client }
-    this.#identity = { runId: req.runId, tenant: req.tenant, createdAt: this.#run.createdAt }
     const runner = new EpochRunner<ActionOutcome>({
       maxConcurrent: this.#run.options.maxConcurrentTools,
       signal: this.#controller,
@@ -238,12 +239,12 @@ export class BatchRun implements RunnerHooks {
   #dispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
     const call = this.#prepared[c.index]!
     const callInfo = this.#started[c.index] ?? this.#info(c, epoch)
-    const opId = operationId(this.#identity!, call.id, this.#fingerprints[call.index]!)
+    const opId = operationId(this.#identity, call.id, this.#fingerprints[call.index]!)
     const args = this.#argumentTexts[call.index]!
     const headers = this.#observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined
-    if (call.tool.action === null) return dispatchPlain(this.#context!, call, opId, headers, argumentsJson)
-    const ctx: ActionContext = { ...this.#context!, store: this.#deps.store, tenant: this.#req.tenant, onProjectionFailed: (problem) => this.#observer.projectionFailed(callInfo, problem) }
+    if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
+    const ctx: ActionContext = { ...this.#context, store: this.#deps.store, tenant: this.#req.tenant, onProjectionFailed: (problem) => this.#observer.projectionFailed(callInfo, problem) }
     return dispatchAction(ctx, call, opId, this.#preparedAt, headers, argumentsJson)
   }
 
