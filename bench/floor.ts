@@ -5,8 +5,8 @@
  * SHA-256, the body validated against toolgate's route schema, each call's
  * arguments validated by the tool's compiled schema and serialized in
  * canonical form, the request hash, the fingerprint and the operation id
- * (three SHA-256), each call sent with its Idempotency-Key and traceparent
- * headers and a tool timeout, the answer's content serialized to a string,
+ * (three SHA-256), each call sent by toolgate's executor client with its
+ * Idempotency-Key and traceparent headers and a tool timeout, the answer's content serialized to a string,
  * the answer kept for idempotent resends (as toolgate's memory store keeps
  * it) and one log line per batch.
  *
@@ -19,70 +19,36 @@
  * toolgate's own design, and the floor's over the relay how much any
  * implementation of the SPEC must pay.
  */
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { Agent, type Dispatcher } from 'undici'
 import { BatchBody } from '../schemas/batch.js'
 import { KeyRing, type Principal } from '../src/auth/keys.js'
+import { contentOf } from '../src/batch/content.js'
+import { identifyCalls } from '../src/batch/engine.js'
+import { ExecutorClient } from '../src/dispatch/client.js'
+import { executorBodyPrefix } from '../src/dispatch/executor-body.js'
 import { IsoTime } from '../src/events/iso-time.js'
 import { jsonString } from '../src/json-text.js'
 import { createLogger, fieldsText, logFields } from '../src/logger.js'
 import { operationId } from '../src/receipts/operation-id.js'
-import { canonicalJson, canonicalText, fingerprintOfText } from '../src/repeat/fingerprint.js'
-import { sha256 } from '../src/repeat/sha256.js'
+import { fingerprintOfText } from '../src/repeat/fingerprint.js'
+import { randomHex } from '../src/telemetry/tracing.js'
 import { ToolRegistry } from '../src/tools/registry.js'
 import { BENCH_KEY } from './settings.js'
 import { benchTools } from './workloads.js'
 
 interface FloorRun { runId: string, tenant: string, createdAt: number, turns: number, batches: Map<string, { hash: string, answer: Buffer }> }
 interface FloorCall { id: string, name: string, arguments?: unknown }
-interface Answer { status: number, text: string }
-
-/** Random hex from a pooled buffer, as toolgate's trace ids are made: one crypto call per 4 KiB. */
-let pool = randomBytes(4096)
-let offset = 0
-function randomHex (bytes: number): string {
-  if (offset + bytes > pool.length) {
-    pool = randomBytes(4096)
-    offset = 0
-  }
-  offset += bytes
-  return pool.toString('hex', offset - bytes, offset)
-}
 
 /** ISO times as toolgate writes them (src/events/iso-time.ts). */
 const DEADLINES = new IsoTime()
 const START_TIMES = new IsoTime()
 
-/** One executor exchange as an undici dispatch handler, as toolgate's client does it: the body collected, a timer for the tool timeout. */
-function post (agent: Agent, url: URL, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Answer> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = []
-    let status = 0
-    const timer = setTimeout(() => resolve({ status: 0, text: '' }), timeoutMs)
-    const handler: Dispatcher.DispatchHandler = {
-      // Its presence tells undici this is a handler of its current interface.
-      onRequestStart () {},
-      onResponseStart (_c, statusCode) { status = statusCode },
-      onResponseData (_c, chunk) { chunks.push(chunk) },
-      onResponseEnd () {
-        clearTimeout(timer)
-        resolve({ status, text: chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString() })
-      },
-      onResponseError () {
-        clearTimeout(timer)
-        resolve({ status: 0, text: '' })
-      }
-    }
-    agent.dispatch({ origin: url.origin, path: url.pathname, method: 'POST', headers, body }, handler)
-  })
-}
-
 export function buildFloor (executorUrl: string): { app: FastifyInstance, close: () => Promise<void> } {
-  const agent = new Agent({ connections: 128, keepAliveTimeout: 10_000 })
+  // toolgate's own executor client, as the services it is compared with are configured.
+  const client = new ExecutorClient({ maxResponseBytes: 1024 * 1024 })
   const tools = new ToolRegistry({ allowedOrigins: null })
   tools.putAll(benchTools(executorUrl))
-  const urls = new Map(tools.list().map((t) => [t.name, new URL(t.executor.url)]))
   const keys = KeyRing.fromDocument({ keys: [{ key: BENCH_KEY, tenant: 'bench', roles: ['orchestrator'] }] })
   const logger = createLogger('info')
   const runs = new Map<string, FloorRun>()
@@ -115,12 +81,12 @@ export function buildFloor (executorUrl: string): { app: FastifyInstance, close:
     if (run === undefined || run.tenant !== (req as unknown as { principal: Principal }).principal.tenant) return await reply.code(404).send({ code: 'run_not_found' })
     const { calls } = req.body
     const batchId = req.body.batchId ?? `batch_${randomUUID()}`
-    const texts = calls.map((c) => canonicalText(c.arguments ?? null).text)
-    const hash = sha256(`[${calls.map((c, i) => `[${canonicalJson(c.id)},${canonicalJson(c.name)},${texts[i]!}]`).join(',')}]`, 'base64url').slice(0, 22)
+    const { requestHash: hash, argumentTexts } = identifyCalls(calls)
+    const texts = argumentTexts.map((a) => a.text)
     const known = run.batches.get(batchId)
     if (known !== undefined && known.hash === hash) return await reply.type('application/json; charset=utf-8').send(known.answer.toString())
     const turn = ++run.turns
-    const prefix = `{"runId":${jsonString(run.runId)},"batchId":${jsonString(batchId)},"callId":`
+    const prefix = executorBodyPrefix(run.runId, batchId)
     const traceId = randomHex(16)
     const results = await Promise.all(calls.map(async (c, i) => {
       const tool = tools.resolve(c.name)!
@@ -129,14 +95,14 @@ export function buildFloor (executorUrl: string): { app: FastifyInstance, close:
       const opId = operationId(run, c.id, fingerprintOfText(tool.name, texts[i]!))
       const timeoutMs = tool.executor.timeoutMs
       const body = `${prefix}${jsonString(c.id)},"tool":${jsonString(tool.name)},"arguments":${texts[i]!},"operationId":"${opId}","deadline":"${DEADLINES.at(Date.now() + timeoutMs)}"}`
-      const headers = { 'content-type': 'application/json', 'idempotency-key': opId, traceparent: `00-${traceId}-${randomHex(8)}-00` }
+      const trace = { traceparent: `00-${traceId}-${randomHex(8)}-00` }
       const startedAt = Date.now()
       const started = performance.now()
-      const answer = await post(agent, urls.get(tool.name)!, body, headers, timeoutMs)
+      const answer = await client.post({ url: tool.executor.url, timeoutMs, body, idempotencyKey: opId, trace })
       const durationMs = Math.round((performance.now() - started) * 1000) / 1000
-      const parsed = answer.status >= 200 && answer.status < 300 ? JSON.parse(answer.text) as { content?: unknown } : null
-      const content = parsed === null ? '{"error":"executor_failed"}' : typeof parsed.content === 'string' ? parsed.content : JSON.stringify(parsed.content)
-      return { callId: c.id, name: c.name, status: parsed === null ? 'error' : 'ok', content, isError: parsed === null, details: { httpStatus: answer.status, operationId: opId, epoch: 0, durationMs, startedAt: START_TIMES.at(startedAt) } }
+      const ok = answer.kind === 'answered' && answer.status >= 200 && answer.status < 300
+      const content = ok ? contentOf((answer.body as { content?: unknown }).content) : '{"error":"executor_failed"}'
+      return { callId: c.id, name: c.name, status: ok ? 'ok' : 'error', content, isError: !ok, details: { httpStatus: answer.kind === 'answered' ? answer.status : 0, operationId: opId, epoch: 0, durationMs, startedAt: START_TIMES.at(startedAt) } }
     }))
     const json = JSON.stringify({ runId: run.runId, batchId, turn, results, events: [], policyMessages: [], continue: true, run: { state: 'active' } })
     run.batches.set(batchId, { hash, answer: Buffer.from(json) })
@@ -144,5 +110,5 @@ export function buildFloor (executorUrl: string): { app: FastifyInstance, close:
     return await reply.type('application/json; charset=utf-8').send(json)
   })
 
-  return { app, close: async () => { await app.close(); await agent.close() } }
+  return { app, close: async () => { await app.close(); await client.close() } }
 }

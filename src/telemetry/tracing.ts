@@ -113,7 +113,7 @@ class FreshSpanIds implements BatchObserver {
 const POOL_SIZE = 4096
 let pool = randomBytes(POOL_SIZE)
 let poolOffset = 0
-function randomHex (bytes: number): string {
+export function randomHex (bytes: number): string {
   if (poolOffset + bytes > POOL_SIZE) {
     pool = randomBytes(POOL_SIZE)
     poolOffset = 0
