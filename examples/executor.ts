@@ -1,6 +1,6 @@
 /**
  * A small example executor: a grid world the bundled example tools act on.
- * It speaks toolgate's executor protocol (SPEC section 7): plain tools answer
+ * It speaks toolgate's executor protocol (docs/executor-protocol.md): plain tools answer
  * `{content}`, the action tool `build` answers `{status, result, stateRevision}`
  * and remembers Idempotency-Keys, so a replayed operation is not applied twice.
  *

@@ -17,7 +17,7 @@ interface Setting { env: string, default: unknown, help: string, spec: Kind }
 const MiB = 1024 * 1024
 const int = (min: number, max: number): { kind: 'int', min: number, max: number } => ({ kind: 'int', min, max })
 
-/** Every setting, its environment variable, default and meaning. The README table is checked against it. */
+/** Every setting, its environment variable, default and meaning. docs/configuration.md is checked against it. */
 export const SETTINGS = {
   port: { env: 'PORT', default: 8080, help: 'TCP port to listen on.', spec: int(0, 65535) },
   host: { env: 'HOST', default: '0.0.0.0', help: 'Address to listen on.', spec: { kind: 'string' } },

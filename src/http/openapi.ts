@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger'
 
 export const OPENAPI_INFO = {
   title: 'toolgate',
-  description: 'A standalone tool-execution service for LLM agents. See README.md and SPEC.md.',
+  description: 'A standalone tool-execution service for LLM agents: it prepares, schedules, dispatches and audits the tool calls of each model turn. The reference is in the docs/ folder of the repository.',
   version: '0.1.0'
 }
 
