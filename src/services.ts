@@ -4,6 +4,7 @@ import { KeyRing } from './auth/keys.js'
 import { BatchEngine } from './batch/engine.js'
 import type { Config } from './config.js'
 import { ExecutorClient } from './dispatch/client.js'
+import { HttpExecutor } from './dispatch/http-executor.js'
 import type { ExternalAuthorizer } from './prepare/authorize.js'
 import { RunService } from './runs/service.js'
 import { createStore } from './store/create.js'
@@ -50,7 +51,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const engine = new BatchEngine({
     store,
     tools,
-    client,
+    http: new HttpExecutor(client),
     telemetry,
     ...(authorizer === undefined ? {} : { authorizer }),
     replicaId,

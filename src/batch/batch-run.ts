@@ -78,7 +78,7 @@ export class BatchRun implements RunnerHooks {
     this.#controller = controller
     this.#recorder = recorder
     this.#observer = observer
-    this.#context = { runId: req.runId, batchId: req.batchId, bodyPrefix: executorBodyPrefix(req.runId, req.batchId), client: deps.client }
+    this.#context = { runId: req.runId, batchId: req.batchId, bodyPrefix: executorBodyPrefix(req.runId, req.batchId), http: deps.http }
     this.#identity = { runId: req.runId, tenant: req.tenant, createdAt: run.createdAt }
   }
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import type { ExecutorAnswer } from '../dispatch/client.js'
 import type { PreparedCall } from '../prepare/types.js'
 import { projectReceipt } from '../receipts/projection.js'
 import type { Receipt, ReceiptStatus } from '../receipts/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import type { Store } from '../store/types.js'
-import { type DispatchContext, type PlainOutcome, isObject, sendToExecutor } from './dispatch-call.js'
+import { type DispatchContext, type PlainOutcome, sendToExecutor } from './dispatch-call.js'
+import { interpretActionAnswer } from './interpret.js'
 import { errorContent } from './content.js'
 
 /** An action call's settled result: a plain outcome, or a projection that failed. */
@@ -80,7 +80,9 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
   }
 
   const callStatus = statusOf(receipt.status)
-  const details = { operationId, receipt: shown }
+  const details: ActionOutcome['details'] = { operationId, receipt: shown }
+  // As for a plain tool: a call that could not be sent says so in the reason the host reads.
+  if (receipt.status === 'failed' && receipt.result?.error === 'executor_unavailable') details.reason = 'executor_unavailable'
   const projection = call.tool.action?.projection ?? null
   if (projection === null) {
     // The receipt as first stored, so a replay shows the model the same bytes.
@@ -126,28 +128,4 @@ function statusOf (status: ReceiptStatus): PlainOutcome['status'] {
   return status === 'committed' ? 'ok' : status === 'uncertain' ? 'uncertain' : 'error'
 }
 
-interface ActionAnswer { status: ReceiptStatus, result: Record<string, unknown> | null, stateRevision: string | number | null, end: string }
-
-/** An action executor answers `{status: committed|rejected, result, stateRevision?}`. */
-export function interpretActionAnswer (answer: ExecutorAnswer): ActionAnswer {
-  if (answer.kind === 'unsent') return { status: 'failed', result: { error: 'executor_unavailable', cause: answer.code }, stateRevision: null, end: 'failed' }
-  if (answer.kind === 'unknown') return { status: 'uncertain', result: { error: 'outcome_unknown', cause: answer.code }, stateRevision: null, end: answer.code === 'timeout' ? 'timed_out' : 'failed' }
-  const { status: http, body } = answer
-  if (http >= 300 && http < 400) return { status: 'failed', result: { error: 'executor_redirect', httpStatus: http }, stateRevision: null, end: 'responded' }
-  if (http >= 400) {
-    const result = isObject(body) && isObject(body.result) ? body.result : { error: 'executor_rejected', httpStatus: http }
-    return { status: 'rejected', result, stateRevision: revisionOf(body), end: 'responded' }
-  }
-  if (!isObject(body) || (body.status !== 'committed' && body.status !== 'rejected') ||
-      (body.result !== undefined && !isObject(body.result)) ||
-      (body.stateRevision !== undefined && body.stateRevision !== null && typeof body.stateRevision !== 'string' && typeof body.stateRevision !== 'number')) {
-    return { status: 'uncertain', result: { error: 'outcome_unknown', cause: 'unreadable_answer' }, stateRevision: null, end: 'responded' }
-  }
-  return { status: body.status, result: (body.result as Record<string, unknown> | undefined) ?? {}, stateRevision: revisionOf(body), end: 'responded' }
-}
-
-function revisionOf (body: unknown): string | number | null {
-  if (!isObject(body)) return null
-  const r = body.stateRevision
-  return typeof r === 'string' || (typeof r === 'number' && Number.isFinite(r)) ? r : null
-}
+export { interpretActionAnswer } from './interpret.js'

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { ExecutorClient } from '../dispatch/client.js'
+import type { Executor } from '../dispatch/executor.js'
 import { ProblemError } from '../errors.js'
 import { EventRecorder } from '../events/recorder.js'
 import type { LineFields } from '../logger.js'
@@ -20,7 +20,8 @@ import type { BatchEvent } from './types.js'
 export interface EngineDeps {
   store: Store
   tools: ToolLookup
-  client: ExecutorClient
+  /** The executor of tools that name none of their own (toolgate's HTTP executor protocol). */
+  http: Executor
   telemetry: Telemetry
   authorizer?: ExternalAuthorizer
   /** Identifies this process in a run's lease. */

@@ -27,6 +27,8 @@ export interface CallDetails {
   tool?: string
   httpStatus?: number
   cause?: string
+  /** The code of an MCP server's JSON-RPC error answer. */
+  jsonRpcCode?: number
   operationId?: string
   executor?: Record<string, unknown>
   receipt?: Receipt

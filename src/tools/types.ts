@@ -1,4 +1,5 @@
 import type { ValidateFunction } from 'ajv'
+import type { Executor } from '../dispatch/executor.js'
 
 /** How a tool asks to be scheduled: see SPEC section 5, "Epochs". */
 export type ExecutionHint = 'auto' | 'parallel' | 'sequential'
@@ -38,7 +39,8 @@ export interface Tool {
   readonly name: string
   readonly description: string
   readonly inputSchema: Record<string, unknown>
-  readonly executor: { readonly url: string, readonly timeoutMs: number }
+  /** `via`: the executor of an imported tool (an MCP server's); absent for toolgate's HTTP executor protocol. */
+  readonly executor: { readonly url: string, readonly timeoutMs: number, readonly via?: Executor }
   readonly readOnly: boolean
   readonly execution: ExecutionHint
   readonly conflictKey: readonly ConflictKeyPart[] | null
