@@ -43,6 +43,7 @@ export const SETTINGS = {
   requestTimeoutMs: { env: 'TOOLGATE_REQUEST_TIMEOUT_MS', default: 0, help: 'Node HTTP request timeout; 0 leaves it off (batches may legitimately run long).', spec: int(0, 3_600_000) },
   rateLimitMax: { env: 'TOOLGATE_RATE_LIMIT_MAX', default: 0, help: 'Requests per key per window; 0 turns rate limiting off.', spec: int(0, 10_000_000) },
   rateLimitWindowMs: { env: 'TOOLGATE_RATE_LIMIT_WINDOW_MS', default: 60000, help: 'Rate-limit window.', spec: int(1, 3_600_000) },
+  slowPreparationMs: { env: 'TOOLGATE_SLOW_PREPARATION_MS', default: 100, help: "A batch whose preparation (parsing, schema validation, rewrites, authorization) takes longer than this logs a warning: it held the event loop for every other request meanwhile.", spec: int(1, 600_000) },
   maxEventLoopDelayMs: { env: 'TOOLGATE_MAX_EVENT_LOOP_DELAY_MS', default: 0, help: 'Shed load (503 overloaded) when the event loop lags more than this; 0 turns it off.', spec: int(0, 600_000) }
 } as const satisfies Record<string, Setting>
 

@@ -57,6 +57,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     replicaId,
     leaseMs: overrides.leaseMs ?? config.leaseMs,
     maxArgumentBytes: config.maxArgumentBytes,
+    slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats)
   })
   const runs = new RunService({

@@ -91,6 +91,7 @@ export class BatchRun implements RunnerHooks {
     try {
       this.#preparedAt = PREPARED_TIMES.at(Date.now())
       const options = this.#run.options
+      const preparing = performance.now()
       const outcomes = await prepareBatch(req.calls, this.#deps.tools, {
         runId: req.runId,
         tenant: req.tenant,
@@ -101,6 +102,8 @@ export class BatchRun implements RunnerHooks {
         argumentsOwned: true,
         argumentTexts: this.#calls.argumentTexts
       }, this.#deps.authorizer)
+      const preparationMs = performance.now() - preparing
+      if (preparationMs > (this.#deps.slowPreparationMs ?? Infinity)) observer.preparationSlow(preparationMs)
       // One serialization of the arguments gives the fingerprint and, mostly, the executor's body too:
       // the request's own, when preparation left them as they came, else the prepared ones'.
       const argumentTexts: CanonicalText[] = []

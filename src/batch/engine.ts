@@ -30,6 +30,8 @@ export interface EngineDeps {
   leaseMs: number
   /** Largest arguments of one call, as JSON. */
   maxArgumentBytes: number
+  /** A batch's preparation taking longer than this is reported (`preparationSlow`). */
+  slowPreparationMs?: number
   /** Called with each batch's contribution to the summaries. */
   onStats?: (stats: RunStats) => void
 }

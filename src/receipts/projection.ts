@@ -1,4 +1,5 @@
 import jsonata from 'jsonata'
+import { LinearRegexEngine, compileLinear } from '../tools/linear-regexp.js'
 import type { Projection } from '../tools/types.js'
 
 /** Options of {@link compileProjection}. */
@@ -15,10 +16,23 @@ export interface ProjectionOptions {
   maxDepth?: number
 }
 
-/** Default time box of one projection evaluation, in milliseconds. */
-export const DEFAULT_PROJECTION_TIMEOUT_MS = 1000
+/**
+ * Default time box of one projection evaluation, in milliseconds. An
+ * evaluation holds the event loop (its steps chain microtasks), so the box is
+ * what one projection can take from every other request at worst.
+ */
+export const DEFAULT_PROJECTION_TIMEOUT_MS = 100
 /** Default evaluation depth limit of a projection. */
 export const DEFAULT_PROJECTION_MAX_DEPTH = 200
+
+/**
+ * Longest string and longest sequence any step of an evaluation may make.
+ * The time box is checked between steps, so these bound what one step can
+ * allocate (`$pad`, `&` doubling a string, the range operator): far above
+ * any real receipt's projection, far below what would strain the process.
+ */
+export const MAX_PROJECTION_STRING_CHARS = 4 * 1024 * 1024
+export const MAX_PROJECTION_SEQUENCE = 1_000_000
 
 /** The outcome of projecting a receipt: the model's content, or why there is none. */
 export type ProjectionCheck = { ok: true, content: string } | { ok: false, problem: string }
@@ -52,10 +66,22 @@ export function compileProjection (source: string, opts: ProjectionOptions = {})
 
   let expression: jsonata.Expression
   try {
-    expression = jsonata(source, { timeout: timeoutMs, stack: maxDepth })
+    expression = jsonata(source, {
+      timeout: timeoutMs,
+      stack: maxDepth,
+      sequence: MAX_PROJECTION_SEQUENCE,
+      // Regex literals ($match, $replace, $split, $contains) match in linear time.
+      RegexEngine: LinearRegexEngine as unknown as RegExpConstructor
+    })
   } catch (err) {
     throw new Error(`Invalid projection: ${describeJsonataError(err)}`)
   }
+  // Refused now rather than failing every dispatch: a literal RE2 cannot match in linear time.
+  for (const regex of regexLiterals(expression.ast())) {
+    try { compileLinear(regex.source, regex.flags) } catch (err) { throw new Error(`Invalid projection: ${(err as Error).message}`) }
+  }
+  expression.assign(EVALUATE_EXIT as unknown as string, boundStepResult)
+  expression.registerFunction('pad', boundedPad, '<s-ns?:s>')
   for (const name of UNAVAILABLE_FUNCTIONS) {
     // Bound on the expression's own frame, which shadows jsonata's built-ins,
     // so `$eval("$now()")` is refused as well.
@@ -77,6 +103,60 @@ export function compileProjection (source: string, opts: ProjectionOptions = {})
       }
     }
   })
+}
+
+/** jsonata's hook, called with each evaluation step's result. */
+const EVALUATE_EXIT = Symbol.for('jsonata.__evaluate_exit')
+
+function tooLarge (what: string): Error {
+  return Object.assign(new Error(`a projection step made ${what} larger than the limit`), { code: 'too_large' })
+}
+
+/**
+ * Fails the evaluation at the first step whose result is an oversized string
+ * or array (jsonata's own `sequence` option bounds only its sequences, not the
+ * arrays built-ins such as `$split` return).
+ */
+function boundStepResult (_expr: unknown, _input: unknown, _env: unknown, result: unknown): void {
+  if (typeof result === 'string' && result.length > MAX_PROJECTION_STRING_CHARS) throw tooLarge('a string')
+  if (Array.isArray(result) && result.length > MAX_PROJECTION_SEQUENCE) throw tooLarge('an array')
+}
+
+/**
+ * `$pad` as jsonata defines it (width in code points, negative pads on the
+ * left, the padding string repeated and cut), refusing a width that would
+ * make a string past the limit before making it: the step hook would only
+ * see it once it existed.
+ */
+function boundedPad (str: string | undefined, width: number, char?: string): string | undefined {
+  if (str === undefined) return undefined
+  const fill = char === undefined || char.length === 0 ? ' ' : char
+  const w = Math.trunc(width)
+  if (!Number.isFinite(w) || Math.abs(w) > MAX_PROJECTION_STRING_CHARS) throw tooLarge('a padded string')
+  const codePoints = Array.from(str).length
+  const padLength = Math.abs(w) - codePoints
+  if (padLength <= 0) return str
+  const fillPoints = Array.from(fill)
+  const padding = fillPoints.length === 1 ? fill.repeat(padLength) : Array.from(fill.repeat(Math.ceil(padLength / fillPoints.length))).slice(0, padLength).join('')
+  return w > 0 ? str + padding : padding + str
+}
+
+/** Every regex literal of a parsed expression. */
+function regexLiterals (ast: unknown): RegExp[] {
+  const found: RegExp[] = []
+  const pending: unknown[] = [ast]
+  const seen = new Set<object>()
+  while (pending.length > 0) {
+    const node = pending.pop()
+    if (node === null || typeof node !== 'object' || seen.has(node)) continue
+    seen.add(node)
+    if (node instanceof RegExp) {
+      found.push(node)
+      continue
+    }
+    for (const value of Object.values(node)) pending.push(value)
+  }
+  return found
 }
 
 function positiveInteger (value: number, name: string): number {

@@ -69,6 +69,10 @@ class BatchLog implements BatchObserver {
     this.#log.warn({ runId: this.#info.runId, batchId: this.#info.batchId, callId: c.callId, tool: c.tool, problem }, 'receipt projection failed')
   }
 
+  preparationSlow (durationMs: number): void {
+    this.#log.warn({ runId: this.#info.runId, batchId: this.#info.batchId, calls: this.#info.calls, durationMs: Math.round(durationMs * 10) / 10 }, 'slow batch preparation')
+  }
+
   runTerminated (reason: string): void {
     this.#log.info({ runId: this.#info.runId, batchId: this.#info.batchId, reason }, 'run terminated')
   }

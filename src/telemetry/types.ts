@@ -44,6 +44,8 @@ export interface BatchObserver {
   callSettled? (call: CallSettledInfo): void
   repeatDetected? (call: CallInfo, action: 'advisory' | 'terminated', count: number): void
   projectionFailed? (call: CallInfo, problem: string): void
+  /** Preparing the batch's calls took longer than the configured threshold (the event loop was held meanwhile, but for an external authorizer's wait). */
+  preparationSlow? (durationMs: number): void
   runTerminated? (reason: string): void
   batchCompleted? (outcome: BatchOutcome, durationMs: number): void
   /** Extra headers for the executor request of a call (e.g. `traceparent`). */
@@ -102,6 +104,10 @@ export class ObserverList implements BatchObserver {
 
   projectionFailed (c: CallInfo, p: string): void {
     for (const o of this.#list) try { o.projectionFailed?.(c, p) } catch (err) { this.#failed('projectionFailed', err) }
+  }
+
+  preparationSlow (d: number): void {
+    for (const o of this.#list) try { o.preparationSlow?.(d) } catch (err) { this.#failed('preparationSlow', err) }
   }
 
   runTerminated (r: string): void {

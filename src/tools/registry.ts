@@ -5,6 +5,7 @@ import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
 import { parsePointer } from '../prepare/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
+import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
 import type { Tool, ToolDefinition, ToolLookup } from './types.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export.
@@ -62,8 +63,12 @@ export class ToolRegistry implements ToolLookup {
   readonly #tools = new Map<string, Tool>()
   readonly #byAlias = new Map<string, Tool>()
   readonly #opts: RegistryOptions
-  /** One Ajv for every schema of this registry: building one (with formats) costs far more than a compile. */
-  readonly #ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true })
+  /**
+   * One Ajv for every schema of this registry: building one (with formats)
+   * costs far more than a compile. Schema patterns match in linear time: a
+   * tool's schema may come from an MCP server toolgate does not trust.
+   */
+  readonly #ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true, code: { regExp: linearRegExp } })
 
   constructor (opts: RegistryOptions) {
     this.#opts = opts
@@ -90,14 +95,19 @@ export class ToolRegistry implements ToolLookup {
     }
 
     let validate: Tool['validate'] | undefined
-    try {
-      validate = this.#ajv.compile(def.inputSchema)
-    } catch (err) {
-      problems.push(`/inputSchema: ${(err as Error).message}`)
-    } finally {
-      // The compiled function stands alone; forgetting the schema lets another
-      // tool (or a replacement) use the same $id.
-      this.#ajv.removeSchema(def.inputSchema)
+    const patternProblems = unsupportedPatterns(def.inputSchema)
+    if (patternProblems.length > 0) {
+      problems.push(...patternProblems)
+    } else {
+      try {
+        validate = this.#ajv.compile(def.inputSchema)
+      } catch (err) {
+        problems.push(`/inputSchema: ${(err as Error).message}`)
+      } finally {
+        // The compiled function stands alone; forgetting the schema lets another
+        // tool (or a replacement) use the same $id.
+        this.#ajv.removeSchema(def.inputSchema)
+      }
     }
 
     let conflictKey: Tool['conflictKey'] = null
