@@ -5,6 +5,7 @@ import type { BatchEvent } from '../src/batch/types.js'
 import { ProblemError, problemBody } from '../src/errors.js'
 import { principalOf } from '../src/http/auth.js'
 import { logRequest } from '../src/http/access-log.js'
+import { SseStream } from '../src/http/sse.js'
 import type { Services } from '../src/services.js'
 import { BatchBody, BatchHeaders } from '../schemas/batch.js'
 import { RunIdParams, problems } from '../schemas/common.js'
@@ -65,16 +66,11 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     // problems found before the batch starts (busy, not active) still get a
     // proper 4xx; after that, the stream carries everything.
     const gone = new AbortController()
-    let open = false
     const raw = reply.raw
-    const write = (type: string, data: unknown): void => { writeText(type, JSON.stringify(data)) }
-    const writeText = (type: string, json: string): void => {
-      if (!open) {
-        open = true
-        reply.hijack()
-        raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' })
-      }
-      if (!raw.destroyed) raw.write(`event: ${type}\ndata: ${json}\n\n`)
+    const sse = new SseStream(raw, { heartbeatSeconds: config.sseHeartbeatSeconds, headers: reply.getHeaders() })
+    const write = (type: string, data: unknown): void => {
+      if (!sse.open) reply.hijack()
+      sse.send(type, typeof data === 'string' ? data : JSON.stringify(data))
     }
     // The response's 'close' before it finished means the client went away.
     // Not the request's 'close': that fires as soon as the body has been read.
@@ -84,18 +80,19 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     try {
       const { body, log } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
       req.batchLog = log
-      writeText('batch.completed', body)
-      raw.end()
+      write('batch.completed', body)
+      sse.end()
     } catch (err) {
-      if (!open) throw err
+      if (!sse.open) throw err
       // The stream is open: end it with the problem as its last event.
       const problem = err instanceof ProblemError ? problemBody(err.code, err.message, err.extra) : problemBody('internal_error')
       if (!(err instanceof ProblemError)) req.log.error({ err }, 'batch failed after the stream opened')
       write('error', problem)
-      raw.end()
+      sse.end()
     }
-    // A hijacked reply skips the onResponse hook that writes the request's log line.
-    logRequest(req, raw.statusCode, reply.elapsedTime, { stream: true, clientGone: gone.signal.aborted })
+    // Logged here, once (onResponse then finds it written): a response whose client went away never finishes.
+    req.batchLog = { ...req.batchLog, stream: true, clientGone: gone.signal.aborted }
+    logRequest(req, raw.statusCode, reply.elapsedTime)
     return reply
   })
 }

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import { registerAccessLog } from './http/access-log.js'
+import { registerRequestId, requestIdOf } from './http/request-id.js'
 import { registerAuth } from './http/auth.js'
 import { RequestLogger } from './http/request-logger.js'
 import { registerRateLimit } from './auth/rate-limit.js'
@@ -56,6 +57,9 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
     logController: new LogController({ disableRequestLogging: true }),
     // request.log is made only when something logs through it.
     childLoggerFactory: (parent, bindings, options) => new RequestLogger(parent, bindings, options),
+    // X-Request-Id when valid, else a UUID (src/http/request-id.ts); sent back on every answer.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     bodyLimit: config.bodyLimitBytes,
     // Slow clients: a request not received whole within this answers 408 and its socket closes.
     // Node only honours it when given to createServer (fastify sets it afterwards), hence `http`.
@@ -81,6 +85,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   for (const schema of shared) app.addSchema(schema)
   useSharedCompilers(app, shared)
 
+  registerRequestId(app)
   registerJsonBody(app)
   registerProblems(app)
   // Shedding comes first: an overloaded process should not even check keys.

@@ -44,7 +44,9 @@ export const SETTINGS = {
   rateLimitMax: { env: 'TOOLGATE_RATE_LIMIT_MAX', default: 0, help: 'Requests per key per window; 0 turns rate limiting off.', spec: int(0, 10_000_000) },
   rateLimitWindowMs: { env: 'TOOLGATE_RATE_LIMIT_WINDOW_MS', default: 60000, help: 'Rate-limit window.', spec: int(1, 3_600_000) },
   slowPreparationMs: { env: 'TOOLGATE_SLOW_PREPARATION_MS', default: 100, help: "A batch whose preparation (parsing, schema validation, rewrites, authorization) takes longer than this logs a warning: it held the event loop for every other request meanwhile.", spec: int(1, 600_000) },
-  maxEventLoopDelayMs: { env: 'TOOLGATE_MAX_EVENT_LOOP_DELAY_MS', default: 0, help: 'Shed load (503 overloaded) when the event loop lags more than this; 0 turns it off.', spec: int(0, 600_000) }
+  maxEventLoopDelayMs: { env: 'TOOLGATE_MAX_EVENT_LOOP_DELAY_MS', default: 0, help: 'Shed load (503 overloaded) when the event loop lags more than this; 0 turns it off.', spec: int(0, 600_000) },
+  sseHeartbeatSeconds: { env: 'TOOLGATE_SSE_HEARTBEAT_SECONDS', default: 15, help: 'A streamed batch sends a comment line after this many quiet seconds, so idle proxies keep it open; 0 turns it off.', spec: int(0, 3600) },
+  allowOpen: { env: 'TOOLGATE_ALLOW_OPEN', default: false, help: 'Start without TOOLGATE_API_KEYS_FILE although TOOLGATE_TOOLS_FILE is set and HOST is not a loopback address (refused otherwise).', spec: { kind: 'bool' } }
 } as const satisfies Record<string, Setting>
 
 type Settings = typeof SETTINGS

@@ -151,7 +151,7 @@ export function fieldsText (fields: LineFields): string {
 }
 
 /** The levels logFields writes. */
-export type LineLevel = 'info' | 'warn' | 'error'
+export type LineLevel = 'debug' | 'info' | 'warn' | 'error'
 
 /** The parts of a pino logger logFields reads (pino.symbols). */
 interface PinoParts {

@@ -7,6 +7,7 @@ import { dirname, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { KeyRing, KeysFileError } from './auth/keys.js'
+import { openModeRefusal } from './auth/open-mode.js'
 import { ConfigError, type Config, loadConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { startOtel } from './telemetry/otel.js'
@@ -52,6 +53,12 @@ async function main (): Promise<void> {
     const problems = err instanceof KeysFileError ? err.problems : [(err as Error).message]
     logger.fatal({ problems }, 'cannot start')
     process.stderr.write(`Cannot start: ${err instanceof KeysFileError ? err.message : (err as Error).message}\n`)
+    process.exit(2)
+  }
+  const refusal = openModeRefusal({ open: keys.open, realTools: config.toolsFile !== null, host: config.host, allowOpen: config.allowOpen })
+  if (refusal !== null) {
+    logger.fatal({ problems: [refusal] }, 'cannot start')
+    process.stderr.write(`Cannot start: ${refusal}\n`)
     process.exit(2)
   }
   for (const warning of keys.warnings) logger.warn({ problem: warning }, 'weak API key')

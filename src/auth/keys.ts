@@ -12,14 +12,18 @@ export interface Principal {
   roles: ReadonlySet<Role>
   /** '*' holds every scope. */
   scopes: ReadonlySet<string>
-  /** A short, non-secret id of the key, for rate limiting and logs. */
+  /** A short, non-secret id of the key, for rate limiting. */
   keyId: string
+  /** The key's name from the keys file, for logs and audit lines; never the key. */
+  name?: string
 }
 
 const KeyEntry = Type.Object({
   key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, pattern: '^\\S+$' })),
   sha256: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$' })),
   tenant: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' }),
+  /** Names the key in log and audit lines (the key itself never is). */
+  name: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:@-]{1,128}$' })),
   roles: Type.Array(Type.Union(ROLES.map((r) => Type.Literal(r))), { minItems: 1 }),
   scopes: Type.Optional(Type.Array(Type.String({ minLength: 1 })))
 }, { additionalProperties: false })
@@ -109,7 +113,8 @@ export class KeyRing {
         tenant: entry.tenant,
         roles: new Set(entry.roles),
         scopes: new Set(entry.scopes ?? []),
-        keyId: hex.slice(0, 12)
+        keyId: hex.slice(0, 12),
+        ...(entry.name === undefined ? {} : { name: entry.name })
       }))
     }
     if (problems.length > 0) throw new KeysFileError(source, problems)

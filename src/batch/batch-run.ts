@@ -362,7 +362,7 @@ export class BatchRun implements RunnerHooks {
     return {
       body: responseJson,
       replayed: false,
-      log: { runId: req.runId, batchId: req.batchId, turn: this.#turn, calls: results.length, outcome, durationMs: round(wallMs) }
+      log: { runId: req.runId, batchId: req.batchId, turn: this.#turn, calls: results.length, outcome }
     }
   }
 }

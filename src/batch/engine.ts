@@ -66,7 +66,7 @@ export interface BatchAnswer {
   body: string
   /** The stored answer of a batch sent before. */
   replayed: boolean
-  /** runId, batchId and, for a batch that ran, turn, calls, outcome and durationMs; never arguments. */
+  /** runId, batchId and, for a batch that ran, turn, calls and outcome (the request's line has the duration); never arguments. */
   log: LineFields
 }
 

@@ -1,22 +1,32 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { jsonNumber, jsonString } from '../json-text.js'
-import { type LineFields, fieldsText, logFields } from '../logger.js'
+import { type LineFields, type LineLevel, fieldsText, logFields } from '../logger.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** What the request's log line says of the batch it ran, set by the batch route. */
     batchLog: LineFields | null
+    /** Set once the request's line is written: a streamed batch may reach both writers. */
+    lineWritten: boolean
+    /** The trace id of the request's span when tracing is on (src/telemetry/http-span.ts). */
+    traceId: string | null
   }
 }
 
+/** Routes polled by machines (probes, scrapes): their successful answers log at debug, not info. */
+const POLLED_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
+
 /**
  * One log line per request, written once the answer is sent: method, route,
- * status and time, bound to the request id. A batch request's line is
- * `batch completed` and carries the batch too (runId, batchId, turn, calls,
- * outcome, durationMs), so a batch costs one line, not two.
+ * status and durationMs, the caller's tenant and key name (never the key),
+ * bound to the request id. A batch request's line is `batch completed` and
+ * carries the batch too (runId, batchId, turn, calls, outcome), so a batch
+ * costs one line, not two.
  */
 export function registerAccessLog (app: FastifyInstance): void {
   app.decorateRequest('batchLog', null)
+  app.decorateRequest('lineWritten', false)
+  app.decorateRequest('traceId', null)
   // A callback hook: it runs on every request and needs no promise.
   app.addHook('onResponse', (req, reply, done) => {
     logRequest(req, reply.statusCode, reply.elapsedTime)
@@ -24,8 +34,14 @@ export function registerAccessLog (app: FastifyInstance): void {
   })
 }
 
-/** Writes a request's line; `extra` adds fields (a streamed batch says so). */
-export function logRequest (req: FastifyRequest, status: number, elapsedMs: number, extra?: LineFields): void {
+/**
+ * Writes a request's line, once: the second call for the same request does
+ * nothing. A streamed batch writes its own (its response may never finish when
+ * the client went away), and fastify's onResponse then finds it written.
+ */
+export function logRequest (req: FastifyRequest, status: number, elapsedMs: number): void {
+  if (req.lineWritten) return
+  req.lineWritten = true
   // Written by the root logger with the request id first, which reads exactly as a line of
   // the request's child logger would, without making that child (src/http/request-logger.ts).
   // The fields are written as JSON text here, where their shape is known (src/logger.ts, logFields).
@@ -33,8 +49,14 @@ export function logRequest (req: FastifyRequest, status: number, elapsedMs: numb
   const route = req.routeUrl ?? req.routeOptions.url
   let fields = `,"reqId":${jsonString(req.id)},"method":${jsonString(req.method)}` +
     (route === undefined ? '' : `,"route":${jsonString(route)}`) +
-    `,"status":${jsonNumber(status)},"ms":${jsonNumber(Math.round(elapsedMs * 100) / 100)}`
+    `,"status":${jsonNumber(status)},"durationMs":${jsonNumber(Math.round(elapsedMs * 100) / 100)}`
+  const principal = req.principal
+  if (principal !== null) {
+    fields += `,"tenant":${jsonString(principal.tenant)}`
+    if (principal.name !== undefined) fields += `,"keyName":${jsonString(principal.name)}`
+  }
+  if (req.traceId !== null) fields += `,"trace_id":${jsonString(req.traceId)}`
   if (req.batchLog !== null) fields += fieldsText(req.batchLog)
-  if (extra !== undefined) fields += fieldsText(extra)
-  logFields(req.server.log, 'info', fields, req.batchLog === null ? 'request' : 'batch completed')
+  const level: LineLevel = status < 400 && route !== undefined && POLLED_ROUTES.has(route) ? 'debug' : 'info'
+  logFields(req.server.log, level, fields, req.batchLog === null ? 'request' : 'batch completed')
 }

@@ -44,7 +44,7 @@ export async function waitFor (cond: () => boolean, what: string, limitMs = 5000
 }
 
 /** One server-sent event: `data` is a BatchEvent, or the whole BatchResponse for batch.completed. */
-export interface SseEvent { type: string, data: unknown }
+export interface SseEvent { type: string, data: unknown, id?: string }
 
 /** The data of an event that is not batch.completed. */
 export const eventOf = (e: SseEvent): BatchEvent => e.data as BatchEvent
@@ -95,7 +95,8 @@ export async function ssePost (url: string, body: unknown, headers: Record<strin
         buffer += chunk as string
         let end: number
         while ((end = buffer.indexOf('\n\n')) !== -1) {
-          yield parseEvent(buffer.slice(0, end))
+          const event = parseEvent(buffer.slice(0, end))
+          if (event !== null) yield event
           buffer = buffer.slice(end + 2)
         }
       }
@@ -123,14 +124,18 @@ export async function ssePost (url: string, body: unknown, headers: Record<strin
 }
 
 /** One `event:` / `data:` block of a stream. */
-function parseEvent (block: string): SseEvent {
+function parseEvent (block: string): SseEvent | null {
   let type = 'message'
+  let id: string | undefined
   const data: string[] = []
   for (const line of block.split('\n')) {
     if (line.startsWith('event: ')) type = line.slice(7)
     else if (line.startsWith('data: ')) data.push(line.slice(6))
+    else if (line.startsWith('id: ')) id = line.slice(4)
   }
-  return { type, data: JSON.parse(data.join('\n')) }
+  // A block without data (a `retry:` or a comment heartbeat) dispatches no event, as EventSource reads it.
+  if (data.length === 0) return null
+  return id === undefined ? { type, data: JSON.parse(data.join('\n')) } : { type, id, data: JSON.parse(data.join('\n')) }
 }
 
 /** Reads a stream to its end. */
