@@ -9,6 +9,8 @@ import { SseStream } from '../src/http/sse.js'
 import type { Services } from '../src/services.js'
 import { BatchBody, BatchHeaders } from '../schemas/batch.js'
 import { RunIdParams, problems } from '../schemas/common.js'
+import { answer } from '../schemas/responses.js'
+import { BATCH_REQUEST_EXAMPLE, BATCH_RESPONSE_EXAMPLE } from '../schemas/examples.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
@@ -20,12 +22,25 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     config: { roles: ['orchestrator'] as const },
     schema: {
       tags: ['batches'],
+      operationId: 'runBatch',
       summary: 'Run the tool calls of one model turn',
-      description: 'Answers one result per call, in source order. With `Accept: text/event-stream` the host-visible events stream as server-sent events, ending with `batch.completed` whose data is the whole response.',
+      description: 'Prepares every call, runs them in epochs, and answers one result per call in source order. Sending the same `batchId` again answers the stored answer without dispatching anything. With `Accept: text/event-stream` the host-visible events stream as server-sent events, ending with `batch.completed` whose data is the whole answer; a problem after the stream opened ends it with an `error` event whose data is the problem.',
       params: RunIdParams,
       headers: BatchHeaders,
-      body: BatchBody,
-      response: { 200: Type.Ref('BatchResponse'), ...problems(400, 401, 403, 404, 409, 413, 422, 503) }
+      body: answer(BatchBody, 'The calls of one model turn, in the order the model wrote them.', BATCH_REQUEST_EXAMPLE),
+      response: {
+        200: {
+          description: 'The batch ran (or ran before: the stored answer).',
+          content: {
+            'application/json': { schema: Type.Ref('BatchResponse'), example: BATCH_RESPONSE_EXAMPLE },
+            'text/event-stream': {
+              schema: Type.String({ description: 'Server-sent events: `event:` is the event type, `data:` its JSON; the last event is `batch.completed` with the whole answer as data, or `error` with a problem.' }),
+              example: 'event: batch.started\ndata: {"seq":1,"type":"batch.started","at":"2026-11-30T09:42:41.099Z","size":4}\n\nevent: batch.completed\ndata: {"runId":"demo-1","batchId":"turn-1","turn":1,"results":[],"events":[],"policyMessages":[],"continue":true,"run":{"state":"active"}}\n\n'
+            }
+          }
+        },
+        ...problems('invalid_request', 'duplicate_call_id', 'run_not_found', 'run_busy', 'run_not_active', 'payload_too_large', 'batch_id_reused', 'overloaded')
+      }
     }
   }, async (req, reply) => {
     const principal = principalOf(req)

@@ -5,6 +5,8 @@ import type { Services } from '../src/services.js'
 import { InvalidToolError } from '../src/tools/registry.js'
 import { problems } from '../schemas/common.js'
 import { ToolList, ToolNameParams, ToolPutBody } from '../schemas/tool.js'
+import { answer } from '../schemas/responses.js'
+import { TOOL_EXAMPLE } from '../schemas/examples.js'
 
 const admin = { roles: ['admin'] as const }
 
@@ -14,12 +16,25 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
 
   app.get('/v1/tools', {
     config: admin,
-    schema: { tags: ['tools'], summary: 'List registered tools', response: { 200: ToolList, ...problems(401, 403) } }
+    schema: {
+      tags: ['tools'],
+      operationId: 'listTools',
+      summary: 'List registered tools',
+      description: 'Every tool definition of the registry, as registered (admin role).',
+      response: { 200: answer(ToolList, 'The registered tools.', { tools: [TOOL_EXAMPLE] }) }
+    }
   }, async () => ({ tools: tools.list().map((t) => t.definition) }))
 
   app.get('/v1/tools/:name', {
     config: admin,
-    schema: { tags: ['tools'], summary: 'One tool definition', params: ToolNameParams, response: { 200: Type.Ref('ToolDefinition'), ...problems(401, 403, 404) } }
+    schema: {
+      tags: ['tools'],
+      operationId: 'getTool',
+      summary: 'One tool definition',
+      description: 'The definition registered under this name (admin role).',
+      params: ToolNameParams,
+      response: { 200: answer(Type.Ref('ToolDefinition'), 'The tool definition.', TOOL_EXAMPLE), ...problems('tool_not_found') }
+    }
   }, async (req) => {
     const tool = tools.get(req.params.name)
     if (tool === undefined) throw new ProblemError('tool_not_found', `No tool ${req.params.name}`)
@@ -30,10 +45,16 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     config: { ...admin, validationCode: 'invalid_tool' },
     schema: {
       tags: ['tools'],
+      operationId: 'putTool',
       summary: 'Register or replace a tool',
+      description: "Registers the definition under the path's name (a `name` in the body must match it). Its schema, conflict-key template and projection are compiled now: any fault is `400 invalid_tool` with `problems` listing each. The tool lives in this process; replicas should share a tools file.",
       params: ToolNameParams,
-      body: ToolPutBody,
-      response: { 200: Type.Ref('ToolDefinition'), 201: Type.Ref('ToolDefinition'), ...problems(400, 401, 403) }
+      body: answer(ToolPutBody, 'A tool definition; `name` may be left out.', TOOL_EXAMPLE),
+      response: {
+        200: answer(Type.Ref('ToolDefinition'), 'The tool was replaced.'),
+        201: answer(Type.Ref('ToolDefinition'), 'The tool was registered.', TOOL_EXAMPLE),
+        ...problems('invalid_request', 'invalid_tool')
+      }
     }
   }, async (req, reply) => {
     const { name } = req.params
@@ -51,7 +72,14 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
 
   app.delete('/v1/tools/:name', {
     config: admin,
-    schema: { tags: ['tools'], summary: 'Remove a tool', params: ToolNameParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } }
+    schema: {
+      tags: ['tools'],
+      operationId: 'deleteTool',
+      summary: 'Remove a tool',
+      description: 'Removes the tool from the registry; later calls to it are rejected as `unknown_tool` (admin role).',
+      params: ToolNameParams,
+      response: { 204: answer(Type.Null(), 'The tool was removed.'), ...problems('tool_not_found') }
+    }
   }, async (req, reply) => {
     if (!tools.delete(req.params.name)) throw new ProblemError('tool_not_found', `No tool ${req.params.name}`)
     return reply.code(204).send(null)

@@ -1,4 +1,6 @@
 import { Type } from '@sinclair/typebox'
+import { EVENT_TYPES, RUN_STATES, TERMINATION_REASONS } from './run-states.js'
+import { stringEnum } from './responses.js'
 
 export const BatchIdPattern = '^[A-Za-z0-9_.:-]{1,128}$'
 
@@ -55,7 +57,7 @@ export const CallResult = Type.Object({
 
 export const BatchEvent = Type.Object({
   seq: Type.Integer(),
-  type: Type.String(),
+  type: stringEnum(EVENT_TYPES),
   at: Type.String(),
   callId: Type.Optional(Type.String()),
   tool: Type.Optional(Type.String()),
@@ -76,5 +78,5 @@ export const BatchResponse = Type.Object({
   events: Type.Array(BatchEvent),
   policyMessages: Type.Array(Type.Object({ type: Type.Literal('agent_policy'), content: Type.String() })),
   continue: Type.Boolean(),
-  run: Type.Object({ state: Type.String(), terminationReason: Type.Optional(Type.String()) })
+  run: Type.Object({ state: stringEnum(RUN_STATES), terminationReason: Type.Optional(stringEnum(TERMINATION_REASONS)) })
 }, { $id: 'BatchResponse' })

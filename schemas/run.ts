@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { RunIdPattern, ToolNamePattern } from './common.js'
+import { TERMINATION_REASONS } from './run-states.js'
+import { stringEnum } from './responses.js'
 
 const Threshold = Type.Integer({ minimum: 0, maximum: 1_000_000 })
 const Limit = Type.Union([Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()])
@@ -35,7 +37,7 @@ const Counters = Type.Object({ turns: Type.Integer(), toolCalls: Type.Integer(),
 export const Run = Type.Object({
   runId: Type.String(),
   state: Type.Union([Type.Literal('active'), Type.Literal('terminated'), Type.Literal('cancelled'), Type.Literal('ended')]),
-  terminationReason: Type.Optional(Type.String()),
+  terminationReason: Type.Optional(stringEnum(TERMINATION_REASONS)),
   toolExecution: Mode,
   maxConcurrentTools: Type.Integer(),
   limits: Type.Object({

@@ -25,6 +25,7 @@ import { toolRoutes } from '../routes/tools.js'
 import { runRoutes } from '../routes/runs.js'
 import { batchRoutes } from '../routes/batches.js'
 import { receiptRoutes } from '../routes/receipts.js'
+import { openApiRoutes } from '../routes/openapi.js'
 import { registerOpenApi } from './http/openapi.js'
 
 declare module 'fastify' {
@@ -40,7 +41,7 @@ export interface AppOptions extends ServiceOverrides {
 }
 
 /** Routes that answer however loaded the process is: probes and metrics must see the overload. */
-const NEVER_SHED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
+const NEVER_SHED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json'])
 /** Longest path parameter routed; longer ones are refused as invalid requests. */
 const MAX_PARAM_LENGTH = 512
 /** Seconds a shed client is asked to wait (Retry-After). */
@@ -98,7 +99,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   }
   registerAuth(app, services.keys, config.metricsAuth)
   if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs })
-  await registerOpenApi(app)
+  await registerOpenApi(app, { metricsAuth: config.metricsAuth })
   registerAccessLog(app)
 
   await app.register(healthRoutes, { services })
@@ -106,6 +107,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   await app.register(runRoutes, { services })
   await app.register(batchRoutes, { services })
   await app.register(receiptRoutes, { services })
+  await app.register(openApiRoutes)
 
   app.addHook('onClose', async () => { await services.close() })
   return app
