@@ -356,7 +356,9 @@ export class BatchRun implements RunnerHooks {
     }
     let responseJson = JSON.stringify(response)
     // The answer is stored as the lease is released: a resend finds one or the other.
-    const stored = await store.completeBatch(req.runId, this.#deps.replicaId, { batchId: req.batchId, requestHash: this.#calls.requestHash, responseJson, completedAt: Date.now() })
+    const stored = await store.completeBatch(req.runId, this.#deps.replicaId, {
+      batchId: req.batchId, requestHash: this.#calls.requestHash, responseJson, completedAt: Date.now(), summary: { turn: this.#turn, calls: results.length, statuses: { ...stats.callsByStatus } }
+    })
     // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
     if (!stored) responseJson = (await store.getBatch(req.runId, req.batchId))?.responseJson ?? responseJson
     return {

@@ -1,6 +1,6 @@
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { type BatchIdEntry, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult, holds, markEnded } from './types.js'
+import { type BatchEntry, type BatchIdEntry, type BatchRecord, type BatchSummary, type RunCursor, type RunPage, batchEntry, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt, type UpdateResult, holds, markEnded } from './types.js'
 
 export { StoreFullError } from './types.js'
 
@@ -93,6 +93,7 @@ export class MemoryStore implements Store {
     if (held === undefined || held.requestHash !== record.requestHash) batches.set(record.batchId, (held = new HeldBatch(record.requestHash)))
     held.answer = Buffer.from(record.responseJson)
     held.completedAt = record.completedAt
+    held.summary = record.summary ?? null
     return true
   }
 
@@ -118,7 +119,36 @@ export class MemoryStore implements Store {
   async getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined> {
     const held = this.#batches.get(runId)?.get(batchId)
     if (held?.answer == null) return undefined
-    return { batchId, requestHash: held.requestHash, responseJson: held.answer.toString(), completedAt: held.completedAt }
+    const record: BatchRecord = { batchId, requestHash: held.requestHash, responseJson: held.answer.toString(), completedAt: held.completedAt }
+    if (held.summary !== null) record.summary = held.summary
+    return record
+  }
+
+  async listBatches (runId: string): Promise<BatchEntry[]> {
+    this.#expire(runId)
+    const out: BatchEntry[] = []
+    for (const [batchId, held] of this.#batches.get(runId) ?? []) {
+      if (held.answer === null) continue
+      const { completedAt, summary } = held
+      out.push(summary === null
+        ? batchEntry({ batchId, requestHash: held.requestHash, completedAt, responseJson: held.answer.toString() })
+        : { batchId, completedAt, ...summary, statuses: { ...summary.statuses } })
+    }
+    return out
+  }
+
+  async listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> {
+    const now = this.#opts.now()
+    const mine: RunRecord[] = []
+    for (const run of this.#runs.values()) {
+      if (run.tenant !== tenant || this.#expired(run, now)) continue
+      if (after !== undefined && !before(run.lastActiveAt, run.runId, after)) continue
+      mine.push(run)
+    }
+    mine.sort((a, b) => b.lastActiveAt - a.lastActiveAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
+    const runs = mine.slice(0, limit)
+    const last = runs.at(-1)
+    return { runs, next: mine.length > limit && last !== undefined ? { at: last.lastActiveAt, runId: last.runId } : null }
   }
 
   async putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> {
@@ -204,7 +234,11 @@ export class MemoryStore implements Store {
 
   #expire (runId: string): void {
     const run = this.#runs.get(runId)
-    if (run !== undefined && run.inFlight === null && run.lastActiveAt + this.#opts.runTtlMs <= this.#opts.now()) this.#remove(runId)
+    if (run !== undefined && this.#expired(run, this.#opts.now())) this.#remove(runId)
+  }
+
+  #expired (run: RunRecord, now: number): boolean {
+    return run.inFlight === null && run.lastActiveAt + this.#opts.runTtlMs <= now
   }
 
   #evictOne (): void {
@@ -272,9 +306,15 @@ class HeldBatch {
   readonly requestHash: string
   answer: Buffer | null = null
   completedAt = 0
+  summary: BatchSummary | null = null
   constructor (requestHash: string) {
     this.requestHash = requestHash
   }
+}
+
+/** Whether a run used at `at` comes after the cursor in most-recently-used-first order (ties by id, descending). */
+function before (at: number, runId: string, cursor: RunCursor): boolean {
+  return at < cursor.at || (at === cursor.at && runId < cursor.runId)
 }
 
 /** A run's map among the maps of every run, made when the run first needs it. */

@@ -13,7 +13,9 @@
  * tells whose it is by the value's first bytes, without decoding it);
  * `P journal:<id>` the run's operation ids in the order first stored; and four
  * sorted sets of run ids: `P idx:runs`, `P idx:active`, `P idx:ended` scored
- * by the run's expiry time, `P idx:leased` scored by its lease expiry.
+ * by the run's expiry time, `P idx:leased` scored by its lease expiry; and
+per tenant `P tenant:<tenant>`, its run ids scored by expiry as in
+`idx:runs` (the newest used first when read backwards: the runs list).
  * Scripts build the keys of other runs from the prefix, so the store needs a
  * standalone Redis (or a primary with replicas), not Redis Cluster.
  */
@@ -26,10 +28,11 @@ function script (name: string, lua: string): Script {
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex') }
 }
 
-/** Shared by create and update: the run in its indexes. KEYS[ix..ix+3] are runs, active, ended, leased. */
+/** Shared by create and update: the run in its indexes. KEYS[ix..ix+4] are runs, active, ended, leased, and the run's tenant's runs. */
 const INDEX = `
 local function index (ix, runId, exp, state, lease)
   redis.call('ZADD', KEYS[ix], exp, runId)
+  redis.call('ZADD', KEYS[ix + 4], exp, runId)
   if state == 'active' then redis.call('ZADD', KEYS[ix + 1], exp, runId) else redis.call('ZREM', KEYS[ix + 1], runId) end
   if state == 'ended' then redis.call('ZADD', KEYS[ix + 2], exp, runId) else redis.call('ZREM', KEYS[ix + 2], runId) end
   if lease ~= '' then redis.call('ZADD', KEYS[ix + 3], lease, runId) else redis.call('ZREM', KEYS[ix + 3], runId) end
@@ -37,7 +40,7 @@ end
 `
 
 /**
- * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased.
+ * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased, tenant.
  * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit.
  * Answers 0 when the run exists, -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
@@ -71,7 +74,7 @@ return 1
 
 /**
  * Compare-and-set of a run record on its version.
- * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased.
+ * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant.
  * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
  * receipt retention, receipt slack, '1' to drop the batch ids and records,
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
@@ -157,4 +160,42 @@ export const COUNT_RUNS = script('count-runs', `
 local now = tonumber(ARGV[1])
 for i = 1, 4 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
 return { redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[4]) }
+`)
+
+/**
+ * KEYS: tenant. ARGV: now, prefix, cursor score ('+inf' for the first page),
+ * cursor run id ('' for none), count.
+ * Up to `count` of the tenant's runs, newest expiry first, after the cursor
+ * (a lower score, or the same score and a lower id): a flat array of
+ * score and record JSON pairs. Drops entries whose run expired or was
+ * evicted (their record is gone), so the index stays as small as the runs
+ * held within their time to live.
+ */
+export const LIST_RUNS = script('list-runs', `
+local now, prefix, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[5])
+local cursorScore, cursorId = ARGV[3], ARGV[4]
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local out, gone, offset, found = {}, {}, 0, 0
+while found < count do
+  local chunk = redis.call('ZREVRANGEBYSCORE', KEYS[1], cursorScore, '-inf', 'WITHSCORES', 'LIMIT', offset, 100)
+  if #chunk == 0 then break end
+  offset = offset + #chunk / 2
+  for i = 1, #chunk, 2 do
+    local id, score = chunk[i], chunk[i + 1]
+    if cursorId == '' or tonumber(score) ~= tonumber(cursorScore) or id < cursorId then
+      local json = redis.call('HGET', prefix .. 'run:' .. id, 'r')
+      if json then
+        if found < count then
+          out[#out + 1] = score
+          out[#out + 1] = json
+          found = found + 1
+        end
+      else
+        gone[#gone + 1] = id
+      end
+    end
+  end
+end
+if #gone > 0 then redis.call('ZREM', KEYS[1], unpack(gone)) end
+return out
 `)

@@ -3,9 +3,9 @@ import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { COUNT_RUNS, CREATE_RUN, PUT_RECEIPT, SETTLE_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
+import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, PUT_RECEIPT, SETTLE_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
 import {
-  type BatchIdEntry, holds, type BatchRecord, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
+  type BatchEntry, type BatchIdEntry, holds, type BatchRecord, batchEntry, type RunCursor, type RunPage, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
   StoreUnavailableError, type UpdateResult, markEnded
 } from './types.js'
 
@@ -124,7 +124,7 @@ export class RedisStore implements Store {
   async createRun (run: RunRecord): Promise<boolean> {
     const now = this.#opts.now()
     const created = await this.#eval(CREATE_RUN,
-      [this.#key('run', run.runId), ...this.#indexKeys()],
+      [this.#key('run', run.runId), ...this.#indexKeys(run.tenant)],
       [run.runId, JSON.stringify(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
     if (created === -1) throw new StoreFullError()
     return created === 1
@@ -152,6 +152,26 @@ export class RedisStore implements Store {
   async getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined> {
     const json = await this.#call(() => this.#redis.hget(this.#key('batches', runId), batchId))
     return json === null ? undefined : JSON.parse(json) as BatchRecord
+  }
+
+  async listBatches (runId: string): Promise<BatchEntry[]> {
+    const values = await this.#call(() => this.#redis.hvals(this.#key('batches', runId)))
+    return values.map((json) => batchEntry(JSON.parse(json) as BatchRecord))
+  }
+
+  /** A page of the tenant's runs from its index, scored by expiry: most recently used first, as in the memory store. */
+  async listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> {
+    const flat = await this.#eval(LIST_RUNS, [this.#key('tenant', tenant)],
+      [this.#opts.now(), this.#prefix, after === undefined ? '+inf' : String(after.at), after?.runId ?? '', limit + 1]) as string[]
+    const runs: RunRecord[] = []
+    const scores: number[] = []
+    for (let i = 0; i < flat.length; i += 2) {
+      scores.push(Number(flat[i]))
+      runs.push(JSON.parse(flat[i + 1]!) as RunRecord)
+    }
+    if (runs.length <= limit) return { runs, next: null }
+    runs.length = limit
+    return { runs, next: { at: scores[limit - 1]!, runId: runs[limit - 1]!.runId } }
   }
 
   async completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean> {
@@ -354,7 +374,7 @@ export class RedisStore implements Store {
     const { record } = beside
     const json = JSON.stringify(run)
     const answer = await this.#eval(UPDATE_RUN,
-      [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('batchids', run.runId), this.#key('journal', run.runId), ...this.#indexKeys()],
+      [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('batchids', run.runId), this.#key('journal', run.runId), ...this.#indexKeys(run.tenant)],
       [version, json, now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, beside.dropBatches === true ? '1' : '0', this.#key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
@@ -459,8 +479,11 @@ export class RedisStore implements Store {
     return id === undefined ? this.#prefix + kind : `${this.#prefix}${kind}:${id}`
   }
 
-  #indexKeys (): string[] {
-    return ['runs', 'active', 'ended', 'leased'].map((name) => this.#key('idx', name))
+  /** The run indexes, and with a tenant that tenant's runs. */
+  #indexKeys (tenant?: string): string[] {
+    const keys = ['runs', 'active', 'ended', 'leased'].map((name) => this.#key('idx', name))
+    if (tenant !== undefined) keys.push(this.#key('tenant', tenant))
+    return keys
   }
 }
 

@@ -9,7 +9,30 @@ export interface BatchRecord {
   /** The response body exactly as first answered (JSON text: a leaf for the garbage collector, and sent again as is). */
   responseJson: string
   completedAt: number
+  /** What a run's batch list shows of it; absent from answers stored before it existed (then read from the answer). */
+  summary?: BatchSummary
 }
+
+/** A finished batch as a run's batch list shows it: no results, no arguments. */
+export interface BatchSummary {
+  turn: number
+  /** How many calls the batch had. */
+  calls: number
+  /** Its calls counted by result status. */
+  statuses: Record<string, number>
+}
+
+/** One finished batch of a run's list. */
+export interface BatchEntry extends BatchSummary {
+  batchId: string
+  completedAt: number
+}
+
+/** Where a page of a tenant's runs ended: the last run's recency and id. */
+export interface RunCursor { at: number, runId: string }
+
+/** One page of a tenant's runs, most recently used first; `next` is where the next page starts, null on the last. */
+export interface RunPage { runs: RunRecord[], next: RunCursor | null }
 
 export interface StoredReceipt { receipt: Receipt, tenant: string }
 
@@ -68,6 +91,15 @@ export interface Store {
   endRun (runId: string, at: number): Promise<RunRecord | undefined>
 
   getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined>
+  /** The run's finished batches (their stored answers summarized), in no particular order. */
+  listBatches (runId: string): Promise<BatchEntry[]>
+  /**
+   * A page of at most `limit` of the tenant's runs that are held (ended ones
+   * included), most recently used first, after `after` when given. A run
+   * used while pages are read moves to the front: a page may then repeat or
+   * miss it, never another run.
+   */
+  listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage>
   /**
    * Stores a finished batch's answer and, in the same atomic step, releases
    * the run's lease, so a resend finds the lease or the answer, never
@@ -141,6 +173,20 @@ export class StoreUnavailableError extends Error {
     super(message)
     this.name = 'StoreUnavailableError'
   }
+}
+
+/** A stored batch's list entry: its own summary, else read from its answer (parsed once, for answers stored without one). */
+export function batchEntry (record: BatchRecord): BatchEntry {
+  const summary = record.summary ?? summarizeAnswer(record.responseJson)
+  return { batchId: record.batchId, completedAt: record.completedAt, turn: summary.turn, calls: summary.calls, statuses: { ...summary.statuses } }
+}
+
+function summarizeAnswer (responseJson: string): BatchSummary {
+  const answer = JSON.parse(responseJson) as { turn?: number, results?: Array<{ status?: string }> }
+  const results = answer.results ?? []
+  const statuses: Record<string, number> = {}
+  for (const r of results) if (typeof r.status === 'string') statuses[r.status] = (statuses[r.status] ?? 0) + 1
+  return { turn: answer.turn ?? 0, calls: results.length, statuses }
 }
 
 /** Whether the run's lease is this batch's, taken by this replica. */
