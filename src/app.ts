@@ -26,6 +26,7 @@ import { runRoutes } from '../routes/runs.js'
 import { batchRoutes } from '../routes/batches.js'
 import { receiptRoutes } from '../routes/receipts.js'
 import { openApiRoutes } from '../routes/openapi.js'
+import { listingRoutes } from '../routes/listing.js'
 import { registerOpenApi } from './http/openapi.js'
 
 declare module 'fastify' {
@@ -108,6 +109,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   await app.register(batchRoutes, { services })
   await app.register(receiptRoutes, { services })
   await app.register(openApiRoutes)
+  await app.register(listingRoutes, { services })
 
   app.addHook('onClose', async () => { await services.close() })
   return app

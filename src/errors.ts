@@ -10,6 +10,7 @@ export const ERRORS = {
   forbidden: { status: 403, title: 'The API key lacks the role this route needs' },
   run_not_found: { status: 404, title: 'No such run (or receipt of a run) for this tenant' },
   tool_not_found: { status: 404, title: 'No such tool' },
+  batch_not_found: { status: 404, title: 'No such batch of this run' },
   not_found: { status: 404, title: 'No such route' },
   run_exists: { status: 409, title: 'A run with this id exists already' },
   run_busy: { status: 409, title: 'A batch of this run is in flight' },

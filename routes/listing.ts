@@ -1,0 +1,93 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { type Static, Type } from '@sinclair/typebox'
+import { ProblemError } from '../src/errors.js'
+import { principalOf } from '../src/http/auth.js'
+import { decodeRunCursor, encodeRunCursor } from '../src/runs/cursor.js'
+import type { Services } from '../src/services.js'
+import { RunIdParams, problems } from '../schemas/common.js'
+import { BatchInProgress, BatchList, type BatchListItem, BatchListQuery, BatchParams, RunList, RunListQuery } from '../schemas/listing.js'
+
+const orchestrator = { roles: ['orchestrator'] as const }
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/**
+ * The app validates without coercing types (a body's "5" stays a string),
+ * so a query's integer parameters are turned into numbers here, before
+ * validation; anything that is not plain digits stays text and is refused.
+ */
+function integersOf (...names: string[]): (req: { query: unknown }) => Promise<void> {
+  return async (req) => {
+    const query = req.query as Record<string, unknown>
+    for (const name of names) {
+      const v = query[name]
+      if (typeof v === 'string' && /^[0-9]{1,15}$/.test(v)) query[name] = Number(v)
+    }
+  }
+}
+
+/** Read routes over runs and their batches, for operators' views (the page at /ui among them). */
+export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { runs, store } = services
+
+  app.get('/v1/runs', {
+    config: orchestrator,
+    schema: {
+      tags: ['runs'],
+      summary: "The tenant's runs, most recently used first",
+      description: 'Runs held (ended ones until they expire), in pages. A run used while pages are read moves to the front, so a later page may miss it or an earlier one repeat it.',
+      querystring: RunListQuery,
+      response: { 200: RunList, ...problems(400, 401, 403) }
+    },
+    preValidation: integersOf('limit')
+  }, async (req) => {
+    const tenant = principalOf(req).tenant
+    const { limit = 50, cursor } = req.query
+    const after = cursor === undefined ? undefined : decodeRunCursor(cursor)
+    if (cursor !== undefined && after === undefined) throw new ProblemError('invalid_request', 'The cursor is not one this service gave.')
+    const page = await store.listRuns(tenant, limit, after)
+    return { runs: page.runs.map((r) => runs.view(r)), next: page.next === null ? null : encodeRunCursor(page.next) }
+  })
+
+  app.get('/v1/runs/:runId/batches', {
+    config: orchestrator,
+    schema: {
+      tags: ['batches'],
+      summary: "A run's batches, latest turn first",
+      description: 'Finished batches with their turn, call count and calls by status (no results, no arguments); the batch in flight first, as `running`.',
+      params: RunIdParams,
+      querystring: BatchListQuery,
+      response: { 200: BatchList, ...problems(400, 401, 403, 404) }
+    },
+    preValidation: integersOf('limit', 'beforeTurn')
+  }, async (req) => {
+    const run = await runs.get(principalOf(req).tenant, req.params.runId)
+    const { limit = 100, beforeTurn } = req.query
+    const finished = (await store.listBatches(run.runId))
+      .filter((b) => beforeTurn === undefined || b.turn < beforeTurn)
+      .sort((a, b) => b.turn - a.turn)
+    const page = finished.slice(0, limit)
+    const batches: Array<Static<typeof BatchListItem>> = page.map((b) => ({ batchId: b.batchId, state: 'completed', turn: b.turn, calls: b.calls, statuses: b.statuses, completedAt: new Date(b.completedAt).toISOString() }))
+    const inFlight = run.inFlight?.batchId
+    if (beforeTurn === undefined && inFlight !== undefined && !page.some((b) => b.batchId === inFlight)) batches.unshift({ batchId: inFlight, state: 'running' })
+    return { batches, next: finished.length > limit ? page.at(-1)!.turn : null }
+  })
+
+  app.get('/v1/runs/:runId/batches/:batchId', {
+    config: orchestrator,
+    schema: {
+      tags: ['batches'],
+      summary: 'A batch as it stands',
+      description: 'A finished batch answers its stored answer, exactly as the batch request answered it; the batch in flight answers its state.',
+      params: BatchParams,
+      response: { 200: Type.Union([Type.Ref('BatchResponse'), BatchInProgress]), ...problems(401, 403, 404) }
+    }
+  }, async (req, reply) => {
+    const run = await runs.get(principalOf(req).tenant, req.params.runId)
+    const { batchId } = req.params
+    const record = await store.getBatch(run.runId, batchId)
+    // The stored JSON text, byte for byte as first answered.
+    if (record !== undefined) return reply.type(JSON_TYPE).send(record.responseJson)
+    if (run.inFlight?.batchId === batchId) return { runId: run.runId, batchId, state: 'running' }
+    throw new ProblemError('batch_not_found', `Run ${run.runId} has no batch ${batchId}.`)
+  })
+}
