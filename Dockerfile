@@ -26,6 +26,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY examples/tools.json ./examples/tools.json
+# The operator page (/ui): static files read at start from ui/ beside dist/.
+COPY ui ./ui
 # The image's unprivileged user; nothing in /app is writable by it.
 USER node
 EXPOSE 8080

@@ -22,6 +22,15 @@ export default tseslint.config(
     }
   },
   {
+    // The operator page's own scripts run in the browser (no build step).
+    files: ['ui/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(['document', 'window', 'location', 'sessionStorage', 'fetch', 'URL', 'Node', 'getComputedStyle'].map((g) => [g, 'readonly']))
+    },
+    rules: { eqeqeq: ['error', 'always', { null: 'ignore' }] }
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'examples/**/*.ts'],
     rules: {
       'no-console': 'off',

@@ -27,6 +27,7 @@ import { batchRoutes } from '../routes/batches.js'
 import { receiptRoutes } from '../routes/receipts.js'
 import { openApiRoutes } from '../routes/openapi.js'
 import { listingRoutes } from '../routes/listing.js'
+import { findUiDir, uiRoutes } from '../routes/ui.js'
 import { registerOpenApi } from './http/openapi.js'
 
 declare module 'fastify' {
@@ -110,6 +111,9 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   await app.register(receiptRoutes, { services })
   await app.register(openApiRoutes)
   await app.register(listingRoutes, { services })
+  const uiDir = config.ui ? findUiDir() : undefined
+  if (uiDir !== undefined) await app.register(uiRoutes, { dir: uiDir })
+  else if (config.ui) logger.warn('The operator page is not served: its files (ui/ beside dist/) are missing')
 
   app.addHook('onClose', async () => { await services.close() })
   return app

@@ -37,6 +37,7 @@ export const SETTINGS = {
   authorizerTimeoutMs: { env: 'TOOLGATE_AUTHORIZER_TIMEOUT_MS', default: 2000, help: 'Authorizer deadline; a late or failed answer rejects the call (fail closed).', spec: int(1, 600_000) },
   executorAllowedOrigins: { env: 'TOOLGATE_EXECUTOR_ALLOWED_ORIGINS', default: null, help: 'Comma-separated origins (scheme://host:port) executor URLs must belong to. Unset: any http(s) origin.', spec: { kind: 'origins' } },
   metricsAuth: { env: 'TOOLGATE_METRICS_AUTH', default: false, help: 'Require the operator role for GET /metrics.', spec: { kind: 'bool' } },
+  ui: { env: 'TOOLGATE_UI', default: true, help: 'Serve the operator page at /ui (static files; what it shows comes from the API, with the key the visitor signs in with).', spec: { kind: 'bool' } },
   store: { env: 'TOOLGATE_STORE', default: 'memory', help: "'memory', or a redis:// URL to share state between replicas.", spec: { kind: 'string' } },
   leaseMs: { env: 'TOOLGATE_LEASE_MS', default: 30000, help: "How long a batch holds its run's lease without renewal (renewed every third of it); a replica that dies mid-batch frees the run after this long.", spec: int(2000, 3_600_000) },
   shutdownTimeoutMs: { env: 'TOOLGATE_SHUTDOWN_TIMEOUT_MS', default: 30000, help: 'On SIGTERM, how long batches in flight may take to finish before the process exits.', spec: int(0, 3_600_000) },

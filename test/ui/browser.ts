@@ -1,0 +1,55 @@
+/**
+ * A real browser for the page's tests: Debian's chromium driven by
+ * playwright-core, headless, with a fresh profile each time. `.ci/run`
+ * installs chromium when it is missing; without it these tests fail
+ * rather than skip, so a CI that lost it shows.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type BrowserContext, type Page, chromium } from 'playwright-core'
+
+type Tap = { teardown: (fn: () => unknown) => void }
+
+export const CHROMIUM = process.env.TOOLGATE_TEST_CHROMIUM ?? '/usr/bin/chromium'
+
+export interface Browser {
+  context: BrowserContext
+  page: Page
+  /** Every URL the page requested. */
+  requests: string[]
+  /** Console errors and Content-Security-Policy violations the page reported. */
+  problems: string[]
+}
+
+export async function openBrowser (t: Tap): Promise<Browser> {
+  const profile = await mkdtemp(join(tmpdir(), 'toolgate-chromium-'))
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    // --no-sandbox: CI runs as root, where chromium's sandbox cannot start.
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+    viewport: { width: 1180, height: 900 },
+    timeout: 60_000
+  })
+  t.teardown(async () => {
+    await context.close()
+    await rm(profile, { recursive: true, force: true })
+  })
+  const page = context.pages()[0] ?? await context.newPage()
+  page.setDefaultTimeout(20_000)
+  const requests: string[] = []
+  const problems: string[] = []
+  page.on('request', (r) => { requests.push(r.url()) })
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()) })
+  page.on('pageerror', (err) => { problems.push(err.message) })
+  return { context, page, requests, problems }
+}
+
+/** Signs in on the page with a key and waits for the runs list. */
+export async function signIn (page: Page, base: string, key: string): Promise<void> {
+  await page.goto(`${base}/ui`)
+  await page.fill('#key', key)
+  await page.click('#sign-in button[type=submit]')
+  await page.waitForSelector('table.runs')
+}
