@@ -5,6 +5,7 @@ import { principalOf } from '../src/http/auth.js'
 import { decodeRunCursor, encodeRunCursor } from '../src/runs/cursor.js'
 import type { Services } from '../src/services.js'
 import { RunIdParams, problems } from '../schemas/common.js'
+import { answer } from '../schemas/responses.js'
 import { BatchInProgress, BatchList, type BatchListItem, BatchListQuery, BatchParams, RunList, RunListQuery } from '../schemas/listing.js'
 
 const orchestrator = { roles: ['orchestrator'] as const }
@@ -33,10 +34,11 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     config: orchestrator,
     schema: {
       tags: ['runs'],
+      operationId: 'listRuns',
       summary: "The tenant's runs, most recently used first",
       description: 'Runs held (ended ones until they expire), in pages. A run used while pages are read moves to the front, so a later page may miss it or an earlier one repeat it.',
       querystring: RunListQuery,
-      response: { 200: RunList, ...problems(400, 401, 403) }
+      response: { 200: answer(RunList, "A page of the tenant's runs and the cursor of the next."), ...problems('invalid_request') }
     },
     preValidation: integersOf('limit')
   }, async (req) => {
@@ -52,11 +54,12 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     config: orchestrator,
     schema: {
       tags: ['batches'],
+      operationId: 'listRunBatches',
       summary: "A run's batches, latest turn first",
       description: 'Finished batches with their turn, call count and calls by status (no results, no arguments); the batch in flight first, as `running`.',
       params: RunIdParams,
       querystring: BatchListQuery,
-      response: { 200: BatchList, ...problems(400, 401, 403, 404) }
+      response: { 200: answer(BatchList, "A page of the run's batches and the turn the next page starts before."), ...problems('run_not_found') }
     },
     preValidation: integersOf('limit', 'beforeTurn')
   }, async (req) => {
@@ -76,10 +79,11 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     config: orchestrator,
     schema: {
       tags: ['batches'],
+      operationId: 'getBatch',
       summary: 'A batch as it stands',
       description: 'A finished batch answers its stored answer, exactly as the batch request answered it; the batch in flight answers its state.',
       params: BatchParams,
-      response: { 200: Type.Union([Type.Ref('BatchResponse'), BatchInProgress]), ...problems(401, 403, 404) }
+      response: { 200: answer(Type.Union([Type.Ref('BatchResponse'), BatchInProgress]), 'The stored answer of a finished batch, or the state of the batch in flight.'), ...problems('run_not_found', 'batch_not_found') }
     }
   }, async (req, reply) => {
     const run = await runs.get(principalOf(req).tenant, req.params.runId)
