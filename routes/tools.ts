@@ -78,9 +78,11 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
       summary: 'Remove a tool',
       description: 'Removes the tool from the registry; later calls to it are rejected as `unknown_tool` (admin role).',
       params: ToolNameParams,
-      response: { 204: answer(Type.Null(), 'The tool was removed.'), ...problems('tool_not_found') }
+      response: { 204: answer(Type.Null(), 'The tool was removed.'), ...problems('tool_not_found', 'invalid_tool') }
     }
   }, async (req, reply) => {
+    const owner = tools.ownerOf(req.params.name)
+    if (owner !== undefined) throw new ProblemError('invalid_tool', `${req.params.name} is imported from MCP server ${owner}; exclude it there instead`)
     if (!tools.delete(req.params.name)) throw new ProblemError('tool_not_found', `No tool ${req.params.name}`)
     return reply.code(204).send(null)
   })

@@ -28,6 +28,8 @@ import { receiptRoutes } from '../routes/receipts.js'
 import { openApiRoutes } from '../routes/openapi.js'
 import { listingRoutes } from '../routes/listing.js'
 import { findUiDir, uiRoutes } from '../routes/ui.js'
+import { mcpServerRoutes } from '../routes/mcp-servers.js'
+import { McpServerView } from '../schemas/mcp-server.js'
 import { registerOpenApi } from './http/openapi.js'
 
 declare module 'fastify' {
@@ -84,7 +86,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
 
   const services = createServices(config, logger, opts)
   app.decorate('services', services)
-  const shared = [Problem, Run, ToolDefinition, Receipt, BatchResponse, Summary]
+  const shared = [Problem, Run, ToolDefinition, Receipt, BatchResponse, Summary, McpServerView]
   for (const schema of shared) app.addSchema(schema)
   useSharedCompilers(app, shared)
 
@@ -114,6 +116,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   const uiDir = config.ui ? findUiDir() : undefined
   if (uiDir !== undefined) await app.register(uiRoutes, { dir: uiDir })
   else if (config.ui) logger.warn('The operator page is not served: its files (ui/ beside dist/) are missing')
+  await app.register(mcpServerRoutes, { services })
 
   app.addHook('onClose', async () => { await services.close() })
   return app

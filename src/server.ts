@@ -11,7 +11,8 @@ import { openModeRefusal } from './auth/open-mode.js'
 import { ConfigError, type Config, loadConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { startOtel } from './telemetry/otel.js'
-import { readToolsFile } from './tools/load.js'
+import { readToolsDocument, readToolsFile } from './tools/load.js'
+import { InvalidMcpServerError } from './mcp/servers.js'
 import { InvalidToolError } from './tools/registry.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -33,6 +34,7 @@ async function main (): Promise<void> {
 
   let keys: KeyRing
   let toolDefs: unknown[]
+  let mcpServers: unknown[] = []
   let example: FastifyInstance | null = null
   let stopOtel = async (): Promise<void> => {}
   try {
@@ -40,7 +42,7 @@ async function main (): Promise<void> {
     stopOtel = await startOtel(process.env)
     keys = config.apiKeysFile === null ? new KeyRing() : await KeyRing.fromFile(config.apiKeysFile)
     if (config.toolsFile !== null) {
-      toolDefs = await readToolsFile(config.toolsFile)
+      ;({ tools: toolDefs, mcpServers } = await readToolsDocument(config.toolsFile))
     } else {
       // A newcomer's first minute: the example tools, with their executor beside us.
       const { buildExecutor } = await import('../examples/executor.js')
@@ -67,8 +69,10 @@ async function main (): Promise<void> {
   const app = await buildApp(config, { logger, keys })
   try {
     app.services.tools.putAll(toolDefs)
+    // Each server is tried once before listening; one that cannot be reached is `down` and retried, never a reason not to start.
+    await app.services.mcp.startAll(mcpServers)
   } catch (err) {
-    const problems = err instanceof InvalidToolError ? err.problems : [(err as Error).message]
+    const problems = err instanceof InvalidToolError || err instanceof InvalidMcpServerError ? err.problems : [(err as Error).message]
     logger.fatal({ problems }, 'invalid tools file')
     process.stderr.write(`Invalid tools file:\n- ${problems.join('\n- ')}\n`)
     process.exit(2)

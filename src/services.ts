@@ -13,6 +13,8 @@ import { type Telemetry } from './telemetry/types.js'
 import { createTelemetry, type TelemetryHandle } from './telemetry/index.js'
 import { ToolRegistry } from './tools/registry.js'
 import { createAuthorizer } from './auth/authorizer.js'
+import { McpServers } from './mcp/servers.js'
+import type { ReconnectPolicy } from './mcp/connection.js'
 
 /** Everything the routes use; built once per app instance. */
 export interface Services {
@@ -20,6 +22,8 @@ export interface Services {
   tools: ToolRegistry
   store: Store
   client: ExecutorClient
+  /** The MCP servers tools are imported from. */
+  mcp: McpServers
   engine: BatchEngine
   runs: RunService
   keys: KeyRing
@@ -37,6 +41,8 @@ export interface ServiceOverrides {
   authorizer?: ExternalAuthorizer
   telemetry?: Telemetry
   leaseMs?: number
+  /** How MCP servers are reconnected (tests shorten it). */
+  mcpReconnect?: ReconnectPolicy
 }
 
 
@@ -48,6 +54,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const telemetry = createTelemetry({ logger, store, extra: overrides.telemetry })
   const authorizer = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
   const replicaId = randomUUID()
+  const mcp = new McpServers({ tools, logger, metrics: telemetry.metrics.registry, allowedOrigins: config.executorAllowedOrigins, ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect }) })
   const engine = new BatchEngine({
     store,
     tools,
@@ -72,6 +79,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     tools,
     store,
     client,
+    mcp,
     engine,
     runs,
     keys: overrides.keys ?? new KeyRing(),
@@ -80,6 +88,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     draining: false,
     async close () {
       engine.close()
+      await mcp.close()
       await client.close()
       await store.close()
     }

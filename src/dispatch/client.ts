@@ -29,8 +29,8 @@ export interface ExecutorClientOptions {
   connectionsPerOrigin?: number
 }
 
-// Failures that happen before a single byte of the request is written.
-const UNSENT_CODES = new Set([
+/** Failures that happen before a single byte of the request is written. */
+export const UNSENT_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
   'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
   'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'CERT_HAS_EXPIRED'

@@ -12,6 +12,11 @@ export async function readStructuredFile (path: string): Promise<unknown> {
 
 /** Reads the tools file: `{"tools": [definition, ...]}`. Throws with every problem listed. */
 export async function readToolsFile (path: string): Promise<unknown[]> {
+  return (await readToolsDocument(path)).tools
+}
+
+/** Reads the tools file whole: its `tools`, and its `mcpServers` (none when absent). */
+export async function readToolsDocument (path: string): Promise<{ tools: unknown[], mcpServers: unknown[] }> {
   let doc: unknown
   try {
     doc = await readStructuredFile(path)
@@ -20,5 +25,7 @@ export async function readToolsFile (path: string): Promise<unknown[]> {
   }
   const tools = (doc as { tools?: unknown } | null)?.tools
   if (!Array.isArray(tools)) throw new Error(`TOOLGATE_TOOLS_FILE ${path}: expected an object with a "tools" array`)
-  return tools
+  const mcpServers = (doc as { mcpServers?: unknown }).mcpServers ?? []
+  if (!Array.isArray(mcpServers)) throw new Error(`TOOLGATE_TOOLS_FILE ${path}: "mcpServers" must be an array`)
+  return { tools, mcpServers }
 }

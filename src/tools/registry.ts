@@ -6,6 +6,7 @@ import { compileConflictKey } from '../prepare/conflict-key.js'
 import { parsePointer } from '../prepare/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
 import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
+import type { Executor } from '../dispatch/executor.js'
 import type { Tool, ToolDefinition, ToolLookup } from './types.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export.
@@ -62,6 +63,8 @@ export interface RegistryOptions {
 export class ToolRegistry implements ToolLookup {
   readonly #tools = new Map<string, Tool>()
   readonly #byAlias = new Map<string, Tool>()
+  /** Imported tools by name: the MCP server each came from. */
+  readonly #owners = new Map<string, string>()
   readonly #opts: RegistryOptions
   /**
    * One Ajv for every schema of this registry: building one (with formats)
@@ -75,8 +78,12 @@ export class ToolRegistry implements ToolLookup {
     addFormats(this.#ajv)
   }
 
-  /** Compiles a definition, or throws InvalidToolError listing every problem. */
-  compile (input: unknown): Tool {
+  /**
+   * Compiles a definition, or throws InvalidToolError listing every problem.
+   * `via` is the executor of an imported tool, whose executor URL is
+   * toolgate's own name for it rather than an HTTP endpoint.
+   */
+  compile (input: unknown, via?: Executor): Tool {
     if (!checkDefinition.Check(input)) {
       const problems = [...checkDefinition.Errors(input)].slice(0, 10).map((e) => `${e.path === '' ? '(definition)' : e.path}: ${e.message}`)
       throw new InvalidToolError(problems)
@@ -85,7 +92,9 @@ export class ToolRegistry implements ToolLookup {
     const problems: string[] = []
 
     let url: URL | undefined
-    try { url = new URL(def.executor.url) } catch { problems.push('/executor/url: not a valid URL') }
+    if (via === undefined) {
+      try { url = new URL(def.executor.url) } catch { problems.push('/executor/url: not a valid URL') }
+    }
     if (url !== undefined) {
       if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push('/executor/url: must be http or https')
       else if (url.username !== '' || url.password !== '') problems.push('/executor/url: must not carry credentials')
@@ -163,7 +172,9 @@ export class ToolRegistry implements ToolLookup {
       name: definition.name,
       description: definition.description,
       inputSchema: definition.inputSchema,
-      executor: Object.freeze({ url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS }),
+      executor: Object.freeze(via === undefined
+        ? { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS }
+        : { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, via }),
       readOnly: definition.readOnly,
       execution: definition.execution,
       conflictKey,
@@ -179,9 +190,47 @@ export class ToolRegistry implements ToolLookup {
     })
   }
 
-  /** Registers or replaces a tool; answers whether it was new. */
+  /** Registers or replaces a tool; answers whether it was new. An imported tool is its server's to change. */
   put (input: unknown): { tool: Tool, created: boolean } {
-    return this.#install(this.compile(input))
+    const tool = this.compile(input)
+    const owner = this.#owners.get(tool.name)
+    if (owner !== undefined) throw new InvalidToolError([`/name: ${tool.name} is imported from MCP server ${owner}; change it with that server's tool overrides`])
+    return this.#install(tool)
+  }
+
+  /** The MCP server a tool was imported from, if it was. */
+  ownerOf (name: string): string | undefined {
+    return this.#owners.get(name)
+  }
+
+  /**
+   * Replaces every tool imported from `owner` with `tools` (compiled by the
+   * caller with their executor), in one step. A tool whose name or alias is
+   * held by another tool (not one of this owner's) is left out; the answer
+   * names the ones installed and why the others were not.
+   */
+  replaceOwned (owner: string, tools: readonly Tool[]): { installed: string[], clashes: string[] } {
+    for (const [name, o] of this.#owners) {
+      if (o === owner) {
+        this.#owners.delete(name)
+        this.delete(name)
+      }
+    }
+    const installed: string[] = []
+    const clashes: string[] = []
+    for (const tool of tools) {
+      const holder = this.#tools.get(tool.name) ?? this.#byAlias.get(tool.name) ??
+        tool.aliases.map((a) => this.#tools.get(a) ?? this.#byAlias.get(a)).find((t) => t !== undefined)
+      if (holder !== undefined) {
+        const from = this.#owners.get(holder.name)
+        clashes.push(`${tool.name} clashes with tool ${holder.name}${from === undefined ? '' : ` of MCP server ${from}`}`)
+        continue
+      }
+      this.#install(tool)
+      this.#owners.set(tool.name, owner)
+      installed.push(tool.name)
+    }
+    return { installed, clashes }
   }
 
   #install (tool: Tool): { tool: Tool, created: boolean } {
@@ -219,6 +268,7 @@ export class ToolRegistry implements ToolLookup {
   delete (name: string): boolean {
     const tool = this.#tools.get(name)
     if (tool === undefined) return false
+    this.#owners.delete(name)
     this.#tools.delete(name)
     for (const alias of tool.aliases) this.#byAlias.delete(alias)
     return true

@@ -1,0 +1,77 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ToolNamePattern } from './common.js'
+import { ToolDefinition } from './tool.js'
+
+/**
+ * A per-tool override of an imported MCP tool: every field of a tool
+ * definition except `name`, `inputSchema` and `executor`, as the tool
+ * definition schema validates it. Derived from that schema, so a field added
+ * to tool definitions is an override at once.
+ */
+export const McpToolOverride = Type.Partial(Type.Omit(ToolDefinition, ['name', 'inputSchema', 'executor']), { additionalProperties: false })
+
+const ServerName = Type.String({ pattern: ToolNamePattern })
+const RemoteToolName = Type.String({ minLength: 1, maxLength: 256 })
+
+/** What every server definition holds beside its transport. */
+const Common = {
+  name: ServerName,
+  trust: Type.Optional(Type.Union([Type.Literal('untrusted'), Type.Literal('trusted')], { default: 'untrusted', description: 'Whether readOnlyHint and idempotentHint are believed.' })),
+  prefix: Type.Optional(Type.String({ maxLength: 63, pattern: '^[A-Za-z0-9_.-]*$', description: "Prepended to each imported tool's name; default the server's name and a dot." })),
+  include: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "Only these of the server's tools (its own names)." })),
+  exclude: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "None of these of the server's tools (its own names)." })),
+  timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000, description: 'Timeout of each tools/call.' })),
+  tools: Type.Optional(Type.Record(RemoteToolName, McpToolOverride, { description: "Overrides by the server's own tool name; they win over annotations." }))
+}
+
+const HeaderValues = Type.Record(Type.String({ minLength: 1, maxLength: 256, pattern: '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$' }), Type.String({ maxLength: 8192 }))
+
+export const McpHttpServer = Type.Object({
+  ...Common,
+  transport: Type.Literal('streamableHttp'),
+  url: Type.String({ minLength: 1, maxLength: 2048 }),
+  headers: Type.Optional(HeaderValues)
+}, { additionalProperties: false })
+
+export const McpStdioServer = Type.Object({
+  ...Common,
+  transport: Type.Literal('stdio'),
+  command: Type.String({ minLength: 1, maxLength: 4096 }),
+  args: Type.Optional(Type.Array(Type.String({ maxLength: 65536 }), { maxItems: 1024 })),
+  env: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 1024 }), Type.String({ maxLength: 65536 }))),
+  cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 }))
+}, { additionalProperties: false })
+
+/** An MCP server as the tools file's `mcpServers` holds it. */
+export const McpServerDefinition = Type.Union([McpStdioServer, McpHttpServer])
+export type McpServerDefinition = Static<typeof McpServerDefinition>
+export type McpToolOverride = Static<typeof McpToolOverride>
+
+/** PUT /v1/mcp-servers/{name}: a Streamable HTTP server only; the name may come from the path alone. */
+export const McpServerPutBody = Type.Composite([
+  Type.Omit(McpHttpServer, ['name']),
+  Type.Object({ name: Type.Optional(ServerName) })
+], { additionalProperties: false })
+
+/** A server as the admin API shows it: never a header value or an environment value. */
+export const McpServerView = Type.Object({
+  name: Type.String(),
+  transport: Type.Union([Type.Literal('stdio'), Type.Literal('streamableHttp')]),
+  url: Type.Optional(Type.String()),
+  command: Type.Optional(Type.String()),
+  headerNames: Type.Optional(Type.Array(Type.String(), { description: 'The names of the headers sent; their values are never shown.' })),
+  trust: Type.Union([Type.Literal('untrusted'), Type.Literal('trusted')]),
+  prefix: Type.String(),
+  include: Type.Optional(Type.Array(Type.String())),
+  exclude: Type.Optional(Type.Array(Type.String())),
+  timeoutMs: Type.Integer(),
+  overrides: Type.Record(Type.String(), Type.Object({}, { additionalProperties: true })),
+  state: Type.Union([Type.Literal('connecting'), Type.Literal('ready'), Type.Literal('down')]),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  tools: Type.Array(Type.String(), { description: 'The imported tool names.' }),
+  refreshedAt: Type.Union([Type.String(), Type.Null()])
+}, { $id: 'McpServer', additionalProperties: false })
+export type McpServerView = Static<typeof McpServerView>
+
+export const McpServerList = Type.Object({ mcpServers: Type.Array(Type.Ref('McpServer')) })
+export const McpServerParams = Type.Object({ name: ServerName })

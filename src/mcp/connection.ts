@@ -1,0 +1,251 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
+import { CallToolResultSchema, ListToolsResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
+import type { Logger } from 'pino'
+import type { McpServerDefinition } from '../../schemas/mcp-server.js'
+import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
+import { classifyCallError, describeFailure } from './classify.js'
+import type { ImportSettings, ListedTool } from './import.js'
+
+/** A server's state as the admin API shows it. */
+export type ServerState = 'connecting' | 'ready' | 'down'
+
+/** What a connection asks of its manager. */
+export interface ConnectionHooks {
+  /** Registers the server's listed tools (`null`: stand-ins, the server was never reached); answers what could not be imported. */
+  install (listed: readonly ListedTool[] | null): string[]
+  /** The state (or its lastError) changed. */
+  changed (): void
+}
+
+export interface ReconnectPolicy {
+  /** First delay after a failure. @default 500 */
+  initialMs: number
+  /** Longest delay between attempts. @default 30000 */
+  maxMs: number
+}
+
+export const DEFAULT_RECONNECT: ReconnectPolicy = { initialMs: 500, maxMs: 30_000 }
+/** Pages of tools/list read at most: a server whose cursors never end is not followed forever. */
+const MAX_PAGES = 100
+/** Connecting and listing wait this long at most, or the server's timeout if shorter. */
+const MAX_SETUP_MS = 30_000
+const CLIENT_INFO = { name: 'toolgate', version: '0.1.0' }
+/** A call to a server that is not connected: it was not sent. */
+const UNAVAILABLE: ExecutorAnswer = Object.freeze({ kind: 'unsent', code: 'server_down' })
+
+/**
+ * One MCP server: its SDK client over stdio (toolgate starts, watches and
+ * stops the process) or Streamable HTTP, connected once and reused by every
+ * call; its tools listed on connect, on refresh and when the server says
+ * they changed; reconnected with backoff when it is unreachable or lost.
+ */
+export class McpConnection {
+  readonly definition: McpServerDefinition
+  readonly settings: ImportSettings
+  readonly #hooks: ConnectionHooks
+  readonly #log: Logger
+  readonly #reconnect: ReconnectPolicy
+  #state: ServerState = 'connecting'
+  #lastError: string | null = null
+  #refreshedAt: string | null = null
+  #client: Client | null = null
+  #connecting: Promise<void> | null = null
+  #refreshing: Promise<void> | null = null
+  #refreshAgain = false
+  #timer: NodeJS.Timeout | null = null
+  #failures = 0
+  #imported = false
+  #closed = false
+  #pid: number | null = null
+
+  constructor (definition: McpServerDefinition, settings: ImportSettings, hooks: ConnectionHooks, log: Logger, reconnect: ReconnectPolicy = DEFAULT_RECONNECT) {
+    this.definition = definition
+    this.settings = settings
+    this.#hooks = hooks
+    this.#log = log
+    this.#reconnect = reconnect
+  }
+
+  get state (): ServerState { return this.#state }
+  get lastError (): string | null { return this.#lastError }
+  get refreshedAt (): string | null { return this.#refreshedAt }
+  /** The process id of a stdio server while it runs. */
+  get pid (): number | null { return this.#pid }
+
+  /** Connects now (or joins the attempt under way); never rejects: a failure leaves the server `down`, retried with backoff. */
+  connect (): Promise<void> {
+    if (this.#closed) return Promise.resolve()
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    this.#timer = null
+    this.#connecting ??= this.#attempt().finally(() => { this.#connecting = null })
+    return this.#connecting
+  }
+
+  /** Lists the tools again (all pages) and imports them; a server not connected is connected first. */
+  async refresh (): Promise<void> {
+    const client = this.#client
+    if (client === null) return await this.connect()
+    if (this.#refreshing !== null) {
+      this.#refreshAgain = true
+      return await this.#refreshing
+    }
+    this.#refreshing = (async () => {
+      do {
+        this.#refreshAgain = false
+        try {
+          this.#import(await this.#listAll(client))
+        } catch (err) {
+          // A lost connection is handled by onclose; the tools imported before stay.
+          this.#setError(`tools/list failed: ${describeFailure(err)}`)
+        }
+      } while (this.#refreshAgain && this.#client === client)
+    })().finally(() => { this.#refreshing = null })
+    return await this.#refreshing
+  }
+
+  /** One tools/call; never rejects. No connection or session is set up here: the call uses the one there is. */
+  call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number): Promise<ExecutorAnswer> {
+    const client = this.#client
+    if (client === null) return Promise.resolve(UNAVAILABLE)
+    return client.request(
+      { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { 'toolgate/operationId': operationId } } },
+      CallToolResultSchema,
+      // On timeout the SDK sends notifications/cancelled for the request.
+      { timeout: timeoutMs }
+    ).then(toolResult, (err: unknown) => {
+      const answer = classifyCallError(err)
+      // Refused at connect, or the session is gone: the server must be reached again.
+      if ((answer.kind === 'unsent' && answer.code !== 'not_connected') || (err instanceof StreamableHTTPError && err.code === 404)) this.#drop(client, describeFailure(err))
+      return answer
+    })
+  }
+
+  /** Stops for good: no more reconnects, the process (stdio) is stopped. */
+  async close (): Promise<void> {
+    this.#closed = true
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    this.#timer = null
+    const client = this.#client
+    this.#client = null
+    await this.#connecting?.catch(() => {})
+    await client?.close().catch(() => {})
+  }
+
+  async #attempt (): Promise<void> {
+    this.#setState('connecting')
+    const client = new Client(CLIENT_INFO, { capabilities: {} })
+    // The SDK reports errors it recovers from here; failures that matter are met where they happen.
+    client.onerror = () => {}
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => { void this.refresh() })
+    try {
+      const transport = this.#transport()
+      await client.connect(transport, { timeout: this.#setupMs() })
+      if (transport instanceof StdioClientTransport) this.#pid = transport.pid
+      const listed = await this.#listAll(client)
+      if (this.#closed) {
+        await client.close().catch(() => {})
+        return
+      }
+      this.#client = client
+      client.onclose = () => { this.#drop(client, 'the connection closed') }
+      this.#failures = 0
+      this.#import(listed)
+      this.#lastError = this.#importProblems
+      this.#setState('ready')
+      this.#log.info({ mcpServer: this.settings.name, tools: this.#toolCount }, 'MCP server ready')
+    } catch (err) {
+      await client.close().catch(() => {})
+      if (this.#closed) return
+      this.#down(`connecting failed: ${describeFailure(err)}`)
+    }
+  }
+
+  #importProblems: string | null = null
+  #toolCount = 0
+
+  #import (listed: readonly ListedTool[]): void {
+    const problems = this.#hooks.install(listed)
+    this.#imported = true
+    this.#toolCount = listed.length
+    this.#refreshedAt = new Date().toISOString()
+    this.#importProblems = problems.length === 0 ? null : `not imported: ${problems.join('; ')}`
+    if (problems.length > 0) this.#log.warn({ mcpServer: this.settings.name, problems }, 'MCP tools not imported')
+    this.#setError(this.#importProblems)
+  }
+
+  /** The connection in use went away: calls are unavailable until it is back. */
+  #drop (client: Client, why: string): void {
+    if (this.#client !== client || this.#closed) return
+    this.#client = null
+    void client.close().catch(() => {})
+    this.#down(why)
+  }
+
+  #down (why: string): void {
+    if (!this.#imported) {
+      const problems = this.#hooks.install(null)
+      if (problems.length > 0) this.#log.warn({ mcpServer: this.settings.name, problems }, 'MCP tools not imported')
+    }
+    this.#lastError = why
+    this.#setState('down')
+    const delay = Math.min(this.#reconnect.maxMs, this.#reconnect.initialMs * 2 ** Math.min(this.#failures, 30))
+    this.#failures++
+    this.#log.warn({ mcpServer: this.settings.name, lastError: why, retryInMs: delay }, 'MCP server down')
+    this.#timer = setTimeout(() => {
+      this.#timer = null
+      void this.connect()
+    }, delay)
+    this.#timer.unref()
+  }
+
+  #setState (state: ServerState): void {
+    if (this.#state === state) return
+    this.#state = state
+    this.#hooks.changed()
+  }
+
+  #setError (error: string | null): void {
+    this.#lastError = error
+    this.#hooks.changed()
+  }
+
+  #setupMs (): number {
+    return Math.min(this.settings.timeoutMs, MAX_SETUP_MS)
+  }
+
+  async #listAll (client: Client): Promise<ListedTool[]> {
+    const tools: ListedTool[] = []
+    const cursors = new Set<string>()
+    let cursor: string | undefined
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const res = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, { timeout: this.#setupMs() })
+      for (const tool of res.tools) tools.push(tool as ListedTool)
+      cursor = res.nextCursor
+      if (cursor === undefined || cursors.has(cursor)) break
+      cursors.add(cursor)
+    }
+    return tools
+  }
+
+  #transport (): Transport {
+    const def = this.definition
+    if (def.transport === 'stdio') {
+      return new StdioClientTransport({
+        command: def.command,
+        args: def.args ?? [],
+        ...(def.env === undefined ? {} : { env: def.env }),
+        ...(def.cwd === undefined ? {} : { cwd: def.cwd }),
+        // The server's own output may hold anything, arguments included: it is not kept.
+        stderr: 'ignore'
+      })
+    }
+    return new StreamableHTTPClientTransport(new URL(def.url), def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
+  }
+}
+
+function toolResult (result: unknown): ExecutorAnswer {
+  return { kind: 'tool_result', result: result as ToolCallResult }
+}

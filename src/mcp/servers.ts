@@ -1,0 +1,255 @@
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { Gauge, type Registry } from 'prom-client'
+import type { Logger } from 'pino'
+import { McpHttpServer, McpStdioServer, type McpServerDefinition, type McpServerView } from '../../schemas/mcp-server.js'
+import type { Executor } from '../dispatch/executor.js'
+import { InvalidToolError, type ToolRegistry } from '../tools/registry.js'
+import type { Tool } from '../tools/types.js'
+import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
+import { type ListedTool, type ImportSettings, planImport, planPlaceholders } from './import.js'
+import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
+import { McpToolExecutor } from './executor.js'
+
+/** A server definition that cannot be used; `problems` names each thing wrong. */
+export class InvalidMcpServerError extends Error {
+  readonly problems: string[]
+  constructor (problems: string[]) {
+    super(problems.join('; '))
+    this.name = 'InvalidMcpServerError'
+    this.problems = problems
+  }
+}
+
+export interface McpServersOptions {
+  tools: ToolRegistry
+  logger: Logger
+  metrics: Registry
+  /** Origins a Streamable HTTP server's URL must belong to; null for any. */
+  allowedOrigins: readonly string[] | null
+  reconnect?: ReconnectPolicy
+}
+
+const checkStdio = TypeCompiler.Compile(McpStdioServer)
+const checkHttp = TypeCompiler.Compile(McpHttpServer)
+/** Compiles overrides alone, to find their problems before any server is reached; it is never called. */
+const PROBE: Executor = { send: () => { throw new Error('probe') } }
+
+/**
+ * The MCP servers toolgate imports tools from (SPEC section 12): one
+ * connection each, their tools in the tool registry under the server's
+ * name, their state on `toolgate_mcp_server_up{server}`.
+ */
+export class McpServers {
+  readonly #opts: McpServersOptions
+  readonly #servers = new Map<string, McpConnection>()
+  readonly #up: Gauge<'server'>
+  readonly #waiters: Array<{ name: string, state: string, resolve: () => void }> = []
+
+  constructor (opts: McpServersOptions) {
+    this.#opts = opts
+    this.#up = new Gauge({ name: 'toolgate_mcp_server_up', help: 'Whether an MCP server is connected and its tools imported (1) or not (0).', labelNames: ['server'], registers: [opts.metrics] })
+  }
+
+  /** Checks a definition whole, or throws InvalidMcpServerError listing every problem. */
+  validate (input: unknown): McpServerDefinition {
+    const transport = (input as { transport?: unknown } | null)?.transport
+    const check = transport === 'stdio' ? checkStdio : transport === 'streamableHttp' ? checkHttp : null
+    if (check === null) throw new InvalidMcpServerError(['/transport: must be stdio or streamableHttp'])
+    if (!check.Check(input)) {
+      throw new InvalidMcpServerError([...check.Errors(input)].slice(0, 10).map((e) => `${e.path === '' ? '(definition)' : e.path}: ${e.message}`))
+    }
+    const def = input as McpServerDefinition
+    const problems: string[] = []
+    if (def.transport === 'streamableHttp') {
+      let url: URL | undefined
+      try { url = new URL(def.url) } catch { problems.push('/url: not a valid URL') }
+      if (url !== undefined) {
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push('/url: must be http or https')
+        else if (url.username !== '' || url.password !== '') problems.push('/url: must not carry credentials (use headers)')
+        else if (this.#opts.allowedOrigins !== null && !this.#opts.allowedOrigins.includes(url.origin)) problems.push(`/url: origin ${url.origin} is not in TOOLGATE_EXECUTOR_ALLOWED_ORIGINS`)
+      }
+    }
+    for (const [name, override] of Object.entries(def.tools ?? {})) {
+      try {
+        this.#opts.tools.compile({ name: 'override.probe', inputSchema: { type: 'object' }, executor: { url: 'mcp://probe' }, ...override }, PROBE)
+      } catch (err) {
+        if (!(err instanceof InvalidToolError)) throw err
+        for (const p of err.problems) problems.push(`/tools/${name}${p.startsWith('/') ? '' : ' '}${p}`)
+      }
+    }
+    if (problems.length > 0) throw new InvalidMcpServerError(problems)
+    return def
+  }
+
+  /**
+   * The tools file's servers: all are checked first (every problem listed,
+   * nothing started), then connected at once. Answers when each has been
+   * tried once; a server that could not be reached is `down` and retried.
+   */
+  async startAll (inputs: readonly unknown[]): Promise<void> {
+    const problems: string[] = []
+    const defs: McpServerDefinition[] = []
+    const names = new Set<string>()
+    for (const [i, input] of inputs.entries()) {
+      const name = (input as { name?: unknown } | null)?.name
+      const label = typeof name === 'string' ? `mcpServers[${i}] (${name})` : `mcpServers[${i}]`
+      if (typeof name === 'string' && names.has(name)) problems.push(`${label}: duplicate name`)
+      try {
+        defs.push(this.validate(input))
+        if (typeof name === 'string') names.add(name)
+      } catch (err) {
+        if (!(err instanceof InvalidMcpServerError)) throw err
+        for (const p of err.problems) problems.push(`${label} ${p}`)
+      }
+    }
+    if (problems.length > 0) throw new InvalidMcpServerError(problems)
+    await Promise.all(defs.map(async (def) => { await this.#add(def) }))
+  }
+
+  /** Adds or replaces a server and tries it once; answers its view and whether it was new. */
+  async put (input: unknown): Promise<{ view: McpServerView, created: boolean }> {
+    const def = this.validate(input)
+    const created = !this.#servers.has(def.name)
+    await this.#add(def)
+    return { view: this.view(def.name)!, created }
+  }
+
+  /** Stops a server and removes its tools. */
+  async delete (name: string): Promise<boolean> {
+    const conn = this.#servers.get(name)
+    if (conn === undefined) return false
+    this.#servers.delete(name)
+    await conn.close()
+    this.#opts.tools.replaceOwned(name, [])
+    this.#up.remove({ server: name })
+    this.#opts.logger.info({ mcpServer: name }, 'MCP server removed')
+    return true
+  }
+
+  /** Lists the server's tools again (connecting it first if it is not); answers its view. */
+  async refresh (name: string): Promise<McpServerView | undefined> {
+    const conn = this.#servers.get(name)
+    if (conn === undefined) return undefined
+    await conn.refresh()
+    return this.view(name)
+  }
+
+  /** Resolves when the server is next in `state` (at once if it is): lets a caller wait for an event, not a time. */
+  whenState (name: string, state: 'connecting' | 'ready' | 'down'): Promise<void> {
+    if (this.#servers.get(name)?.state === state) return Promise.resolve()
+    return new Promise((resolve) => { this.#waiters.push({ name, state, resolve }) })
+  }
+
+  /** The connection of a server, for tests and the bench. */
+  connection (name: string): McpConnection | undefined {
+    return this.#servers.get(name)
+  }
+
+  view (name: string): McpServerView | undefined {
+    const conn = this.#servers.get(name)
+    return conn === undefined ? undefined : viewOf(conn, this.#opts.tools)
+  }
+
+  list (): McpServerView[] {
+    return [...this.#servers.keys()].sort().map((name) => this.view(name)!)
+  }
+
+  async close (): Promise<void> {
+    const conns = [...this.#servers.values()]
+    this.#servers.clear()
+    await Promise.all(conns.map(async (c) => { await c.close() }))
+  }
+
+  async #add (def: McpServerDefinition): Promise<void> {
+    const previous = this.#servers.get(def.name)
+    if (previous !== undefined) {
+      this.#servers.delete(def.name)
+      await previous.close()
+      this.#opts.tools.replaceOwned(def.name, [])
+    }
+    const settings = settingsOf(def)
+    const log = this.#opts.logger
+    const conn: McpConnection = new McpConnection(def, settings, {
+      install: (listed) => this.#install(conn, listed),
+      changed: () => {
+        if (this.#servers.get(def.name) !== conn) return
+        this.#up.set({ server: def.name }, conn.state === 'ready' ? 1 : 0)
+        for (let i = this.#waiters.length - 1; i >= 0; i--) {
+          const w = this.#waiters[i]!
+          if (w.name === def.name && w.state === conn.state) {
+            this.#waiters.splice(i, 1)
+            w.resolve()
+          }
+        }
+      }
+    }, log, this.#opts.reconnect ?? DEFAULT_RECONNECT)
+    this.#servers.set(def.name, conn)
+    this.#up.set({ server: def.name }, 0)
+    log.info({ mcpServer: def.name, transport: def.transport }, 'MCP server added')
+    await conn.connect()
+  }
+
+  /** Compiles and registers a server's tools in place of its previous ones; answers what was left out and why. */
+  #install (conn: McpConnection, listed: readonly ListedTool[] | null): string[] {
+    if (this.#servers.get(conn.settings.name) !== conn) return []
+    const { settings } = conn
+    const plan = listed === null ? { definitions: planPlaceholders(settings), problems: [] } : planImport(settings, listed)
+    const problems = plan.problems
+    const tools: Tool[] = []
+    for (const { remoteName, definition } of plan.definitions) {
+      try {
+        tools.push(this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName)))
+      } catch (err) {
+        if (!(err instanceof InvalidToolError)) throw err
+        problems.push(`${remoteName}: ${err.problems.join(', ')}`)
+      }
+    }
+    const { clashes } = this.#opts.tools.replaceOwned(settings.name, tools)
+    for (const clash of clashes) problems.push(clash)
+    return problems
+  }
+}
+
+function settingsOf (def: McpServerDefinition): ImportSettings {
+  return {
+    name: def.name,
+    trust: def.trust ?? 'untrusted',
+    prefix: def.prefix ?? `${def.name}.`,
+    include: def.include ?? null,
+    exclude: def.exclude ?? [],
+    timeoutMs: def.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS,
+    overrides: def.tools ?? {}
+  }
+}
+
+function viewOf (conn: McpConnection, tools: ToolRegistry): McpServerView {
+  const def = conn.definition
+  const s = conn.settings
+  const view: McpServerView = {
+    name: def.name,
+    transport: def.transport,
+    trust: s.trust,
+    prefix: s.prefix,
+    timeoutMs: s.timeoutMs,
+    overrides: s.overrides as Record<string, Record<string, unknown>>,
+    state: conn.state,
+    lastError: conn.lastError,
+    tools: tools.list().filter((t) => tools.ownerOf(t.name) === def.name).map((t) => t.name),
+    refreshedAt: conn.refreshedAt
+  }
+  if (def.transport === 'streamableHttp') {
+    // A query may carry a key: the view shows where the server is, not how it is reached.
+    view.url = urlWithoutQuery(def.url)
+    if (def.headers !== undefined) view.headerNames = Object.keys(def.headers)
+  } else {
+    view.command = def.command
+  }
+  if (s.include !== null) view.include = [...s.include]
+  if (s.exclude.length > 0) view.exclude = [...s.exclude]
+  return view
+}
+
+function urlWithoutQuery (url: string): string {
+  const u = new URL(url)
+  return u.search === '' ? url : `${u.origin}${u.pathname}`
+}
