@@ -30,7 +30,8 @@ export interface ReconnectPolicy {
 export const DEFAULT_RECONNECT: ReconnectPolicy = { initialMs: 500, maxMs: 30_000 }
 /** Pages of tools/list read at most: a server whose cursors never end is not followed forever. */
 const MAX_PAGES = 100
-/** Connecting and listing wait this long at most, or the server's timeout if shorter. */
+/** Connecting and listing wait the server's call timeout, but at least MIN_SETUP_MS and at most MAX_SETUP_MS. */
+const MIN_SETUP_MS = 10_000
 const MAX_SETUP_MS = 30_000
 const CLIENT_INFO = { name: 'toolgate', version: '0.1.0' }
 /** A call to a server that is not connected: it was not sent. */
@@ -213,7 +214,7 @@ export class McpConnection {
   }
 
   #setupMs (): number {
-    return Math.min(this.settings.timeoutMs, MAX_SETUP_MS)
+    return Math.min(Math.max(this.settings.timeoutMs, MIN_SETUP_MS), MAX_SETUP_MS)
   }
 
   async #listAll (client: Client): Promise<ListedTool[]> {

@@ -43,7 +43,7 @@ export class McpServers {
   readonly #opts: McpServersOptions
   readonly #servers = new Map<string, McpConnection>()
   readonly #up: Gauge<'server'>
-  readonly #waiters: Array<{ name: string, state: string, resolve: () => void }> = []
+  readonly #waiters: Array<{ name: string, until: (view: McpServerView) => boolean, resolve: () => void }> = []
 
   constructor (opts: McpServersOptions) {
     this.#opts = opts
@@ -134,10 +134,16 @@ export class McpServers {
     return this.view(name)
   }
 
-  /** Resolves when the server is next in `state` (at once if it is): lets a caller wait for an event, not a time. */
+  /** Resolves when the server's view satisfies `until` (at once if it does): lets a caller wait for an event, not a time. */
+  when (name: string, until: (view: McpServerView) => boolean): Promise<void> {
+    const view = this.view(name)
+    if (view !== undefined && until(view)) return Promise.resolve()
+    return new Promise((resolve) => { this.#waiters.push({ name, until, resolve }) })
+  }
+
+  /** Resolves when the server is in `state`. */
   whenState (name: string, state: 'connecting' | 'ready' | 'down'): Promise<void> {
-    if (this.#servers.get(name)?.state === state) return Promise.resolve()
-    return new Promise((resolve) => { this.#waiters.push({ name, state, resolve }) })
+    return this.when(name, (v) => v.state === state)
   }
 
   /** The connection of a server, for tests and the bench. */
@@ -176,7 +182,7 @@ export class McpServers {
         this.#up.set({ server: def.name }, conn.state === 'ready' ? 1 : 0)
         for (let i = this.#waiters.length - 1; i >= 0; i--) {
           const w = this.#waiters[i]!
-          if (w.name === def.name && w.state === conn.state) {
+          if (w.name === def.name && w.until(this.view(def.name)!)) {
             this.#waiters.splice(i, 1)
             w.resolve()
           }
