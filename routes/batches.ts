@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { BatchEvent } from '../src/batch/types.js'
 import { ProblemError, problemBody } from '../src/errors.js'
+import { decodeBatchBody } from '../src/formats/index.js'
 import { principalOf } from '../src/http/auth.js'
 import { logRequest } from '../src/http/access-log.js'
 import { SseStream } from '../src/http/sse.js'
@@ -24,7 +25,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       tags: ['batches'],
       operationId: 'runBatch',
       summary: 'Run the tool calls of one model turn',
-      description: 'Prepares every call, runs them in epochs, and answers one result per call in source order. Sending the same `batchId` again answers the stored answer without dispatching anything. With `Accept: text/event-stream` the host-visible events stream as server-sent events, ending with `batch.completed` whose data is the whole answer; a problem after the stream opened ends it with an `error` event whose data is the problem.',
+      description: 'Takes the calls as `calls` or as a provider\'s own response object (`openaiChat`, `openaiResponses`, `anthropic`, `gemini`); for the latter the answer also holds `messages` to append, in the same format. Prepares every call, runs them in epochs, and answers one result per call in source order. Sending the same `batchId` again answers the stored answer without dispatching anything. With `Accept: text/event-stream` the host-visible events stream as server-sent events, ending with `batch.completed` whose data is the whole answer; a problem after the stream opened ends it with an `error` event whose data is the problem.',
       params: RunIdParams,
       headers: BatchHeaders,
       body: answer(BatchBody, 'The calls of one model turn, in the order the model wrote them.', BATCH_REQUEST_EXAMPLE),
@@ -45,7 +46,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
   }, async (req, reply) => {
     const principal = principalOf(req)
     if (services.draining) throw new ProblemError('overloaded', 'The service is shutting down; send the batch to another replica.')
-    const { calls, usage } = req.body
+    const { calls, usage, format, incomplete } = decodeBatchBody(req.body)
     if (calls.length > config.maxCallsPerBatch) {
       throw new ProblemError('invalid_request', `A batch may hold at most ${config.maxCallsPerBatch} calls, got ${calls.length}.`)
     }
@@ -66,6 +67,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       batchId,
       calls,
       ...(usage === undefined ? {} : { usage }),
+      ...(format === undefined ? {} : { format, incomplete }),
       // The caller's trace continues in the batch's spans and reaches the executors.
       ...traceContext(req.headers)
     }

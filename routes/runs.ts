@@ -5,9 +5,10 @@ import type { Services } from '../src/services.js'
 import { summarize } from '../src/telemetry/summary.js'
 import { RunIdParams, problems } from '../schemas/common.js'
 import { CreateRunBody, MessageBody } from '../schemas/run.js'
-import { OfferedToolList } from '../schemas/tool.js'
+import { OfferedToolList, ProviderToolList, ToolListQuery } from '../schemas/tool.js'
 import { answer } from '../schemas/responses.js'
 import { RUN_EXAMPLE, SUMMARY_EXAMPLE } from '../schemas/examples.js'
+import { formatNamed } from '../src/formats/index.js'
 
 const orchestrator = { roles: ['orchestrator'] as const }
 const RunRef = Type.Ref('Run')
@@ -65,20 +66,21 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
       tags: ['runs'],
       operationId: 'listRunTools',
       summary: 'The tools to offer the model in this run',
-      description: "Only the tools the run's allow-list and the caller's scopes permit, with name, description and input schema: never executor URLs, rewrite rules or projections.",
+      description: "Only the tools the run's allow-list and the caller's scopes permit, with name, description and input schema: never executor URLs, rewrite rules or projections. With `format`, in that provider's tool-definition shape, ready to pass as its request's `tools`.",
       params: RunIdParams,
-      response: { 200: answer(OfferedToolList, 'The tools to offer the model.'), ...problems('run_not_found') }
+      querystring: ToolListQuery,
+      response: { 200: answer(Type.Union([OfferedToolList, ProviderToolList]), 'The tools to offer the model.'), ...problems('invalid_request', 'run_not_found') }
     }
   }, async (req) => {
     const principal = principalOf(req)
     const run = await runs.get(principal.tenant, req.params.runId)
     const allowed = run.options.tools === null ? null : new Set(run.options.tools)
     const all = principal.scopes.has('*')
-    return {
-      tools: tools.list()
-        .filter((t) => (allowed === null || allowed.has(t.name)) && (all || t.requiredScopes.every((s) => principal.scopes.has(s))))
-        .map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
-    }
+    const offered = tools.list()
+      .filter((t) => (allowed === null || allowed.has(t.name)) && (all || t.requiredScopes.every((s) => principal.scopes.has(s))))
+      .map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
+    const format = req.query.format === undefined ? undefined : formatNamed(req.query.format)
+    return { tools: format === undefined ? offered : format.toolList(offered) }
   })
 
   app.post('/v1/runs/:runId/messages', {

@@ -1,4 +1,5 @@
-import { Type } from '@sinclair/typebox'
+import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
+import { providerBodySchemas } from '../src/formats/index.js'
 import { EVENT_TYPES, RUN_STATES, TERMINATION_REASONS } from './run-states.js'
 import { stringEnum } from './responses.js'
 
@@ -19,12 +20,21 @@ export const Usage = Type.Object({
   outputTokens: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
 }, { additionalProperties: false })
 
-/** POST /v1/runs/{runId}/batches. `calls` may hold at most TOOLGATE_MAX_CALLS_PER_BATCH calls. */
+/**
+ * POST /v1/runs/{runId}/batches: exactly one of `calls` or a provider field
+ * (checked by the route: a schema's oneOf would answer a riddle). A batch may
+ * hold at most TOOLGATE_MAX_CALLS_PER_BATCH calls.
+ */
 export const BatchBody = Type.Object({
   batchId: Type.Optional(Type.String({ pattern: BatchIdPattern })),
-  calls: Type.Array(Call),
+  calls: Type.Optional(Type.Array(Call)),
+  ...providerFields(),
   usage: Type.Optional(Usage)
-}, { additionalProperties: false })
+}, { additionalProperties: false, description: 'Exactly one of `calls`, `openaiChat`, `openaiResponses`, `anthropic` or `gemini`. Unknown fields inside a provider object are accepted.' })
+
+function providerFields (): Record<string, TOptional<TSchema>> {
+  return Object.fromEntries(Object.entries(providerBodySchemas).map(([name, schema]) => [name, Type.Optional(schema)]))
+}
 
 export const BatchHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ pattern: BatchIdPattern }))
@@ -78,5 +88,8 @@ export const BatchResponse = Type.Object({
   events: Type.Array(BatchEvent),
   policyMessages: Type.Array(Type.Object({ type: Type.Literal('agent_policy'), content: Type.String() })),
   continue: Type.Boolean(),
-  run: Type.Object({ state: stringEnum(RUN_STATES), terminationReason: Type.Optional(stringEnum(TERMINATION_REASONS)) })
+  run: Type.Object({ state: stringEnum(RUN_STATES), terminationReason: Type.Optional(stringEnum(TERMINATION_REASONS)) }),
+  messages: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), {
+    description: 'Only when the batch came in a provider format: what to append to the conversation before the next model request, in that format (tool results in source order, then one item per policy message).'
+  }))
 }, { $id: 'BatchResponse' })

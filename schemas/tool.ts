@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { formatNames } from '../src/formats/index.js'
 import { ToolNamePattern } from './common.js'
 
 const Pointer = Type.String({ pattern: '^(/.*)?$', description: 'RFC 6901 JSON pointer' })
@@ -49,5 +50,14 @@ export const OfferedTool = Type.Object({
   inputSchema: Type.Object({}, { additionalProperties: true })
 })
 export const OfferedToolList = Type.Object({ tools: Type.Array(OfferedTool) })
+
+/** The same tools in a provider's tool-definition shape (SPEC section 11). */
+export const ProviderToolList = Type.Object({
+  tools: Type.Array(Type.Object({}, { additionalProperties: true }), { description: "In the requested provider's shape, ready to pass as its request's `tools`." })
+})
+
+export const ToolListQuery = Type.Object({
+  format: Type.Optional(Type.Union(formatNames.map((name) => Type.Literal(name)), { description: "A provider format: answer the tools in that provider's tool-definition shape." }))
+})
 
 export const ToolNameParams = Type.Object({ name: Type.String({ pattern: ToolNamePattern }) })

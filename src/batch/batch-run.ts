@@ -2,6 +2,8 @@ import { performance } from 'node:perf_hooks'
 import { executorBodyPrefix } from '../dispatch/executor-body.js'
 import { type EventRecorder, round } from '../events/recorder.js'
 import { IsoTime } from '../events/iso-time.js'
+import { renderMessages } from '../formats/index.js'
+import { rejectIncomplete } from '../formats/incomplete.js'
 import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationOutcome, PreparedCall, RawCall } from '../prepare/types.js'
 import { type RunIdentity, operationId } from '../receipts/operation-id.js'
@@ -92,7 +94,7 @@ export class BatchRun implements RunnerHooks {
       this.#preparedAt = PREPARED_TIMES.at(Date.now())
       const options = this.#run.options
       const preparing = performance.now()
-      const outcomes = await prepareBatch(req.calls, this.#deps.tools, {
+      const outcomes = req.incomplete === true ? rejectIncomplete(req.calls) : await prepareBatch(req.calls, this.#deps.tools, {
         runId: req.runId,
         tenant: req.tenant,
         allowedTools: options.tools === null ? null : new Set(options.tools),
@@ -354,6 +356,7 @@ export class BatchRun implements RunnerHooks {
       continue: state.state === 'active' && !closed,
       run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
     }
+    if (req.format !== undefined) response.messages = renderMessages(req.format, results, this.#policyMessages)
     let responseJson = JSON.stringify(response)
     // The answer is stored as the lease is released: a resend finds one or the other.
     const stored = await store.completeBatch(req.runId, this.#deps.replicaId, {

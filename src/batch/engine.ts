@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { Executor } from '../dispatch/executor.js'
 import { ProblemError } from '../errors.js'
+import { requestIdentity } from '../formats/index.js'
 import { EventRecorder } from '../events/recorder.js'
 import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
@@ -43,6 +44,14 @@ export interface BatchRequest {
   batchId: string
   calls: RawCall[]
   usage?: { inputTokens?: number, outputTokens?: number }
+  /**
+   * The provider format the calls came in (src/formats), when they came in
+   * one: the answer then holds `messages` in it. Plain data, so a batch
+   * kept waiting can be stored with it and answered in it later.
+   */
+  format?: string
+  /** The provider marked the response as cut short: every call is rejected, nothing runs. */
+  incomplete?: boolean
   /** Host-visible events as they happen (server-sent events). */
   onEvent?: (event: BatchEvent) => void
   /** Aborted when the client of a streaming request goes away. */
@@ -116,7 +125,7 @@ export class BatchEngine {
   /** Runs a batch, or answers the stored response of one sent before: `body` is the response as JSON text. */
   async execute (req: BatchRequest): Promise<BatchAnswer> {
     const { store } = this.#deps
-    const calls = identifyCalls(req.calls)
+    const calls = identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
     const { requestHash } = calls
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
     const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => this.#begin(run, entry, req, requestHash, tokens))
@@ -287,13 +296,15 @@ export interface IdentifiedCalls {
  * Identifies a batch's calls, so a reused batch id with other calls is
  * caught: a hash of the JCS form of `[[id, name, arguments ?? null], ...]`,
  * written from each call's canonical arguments, which preparation measures
- * then instead of serializing the arguments once more.
+ * then instead of serializing the arguments once more. `identity`, when
+ * given, is the rest of what tells the request apart (its provider format).
  */
-export function identifyCalls (calls: readonly RawCall[]): IdentifiedCalls {
+export function identifyCalls (calls: readonly RawCall[], identity?: string): IdentifiedCalls {
   const argumentTexts = calls.map((c) => canonicalText(c.arguments ?? null))
   let text = '['
   for (const [i, c] of calls.entries()) {
     text += `${i > 0 ? ',' : ''}[${canonicalJson(c.id)},${canonicalJson(c.name)},${argumentTexts[i]!.text}]`
   }
-  return { requestHash: sha256(text + ']', 'base64url').slice(0, 22), argumentTexts }
+  text += identity === undefined ? ']' : `,${canonicalJson(identity)}]`
+  return { requestHash: sha256(text, 'base64url').slice(0, 22), argumentTexts }
 }

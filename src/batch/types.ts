@@ -63,4 +63,6 @@ export interface BatchResponse {
   policyMessages: PolicyMessage[]
   continue: boolean
   run: { state: string, terminationReason?: string }
+  /** What to append to the conversation, in the provider format the batch came in (SPEC section 11). */
+  messages?: unknown[]
 }

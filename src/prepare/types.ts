@@ -8,6 +8,8 @@ export type RejectionReason =
   | 'conflict_key_unresolved'
   | 'policy_denied'
   | 'unauthorized'
+  /** The provider marked the model response as cut short or filtered (SPEC section 11). */
+  | 'incomplete_response'
 
 /** A call as the model wrote it. `arguments` is a JSON string or an object. */
 export interface RawCall {
