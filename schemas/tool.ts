@@ -57,7 +57,7 @@ export const ProviderToolList = Type.Object({
 })
 
 export const ToolListQuery = Type.Object({
-  format: Type.Optional(Type.Union(formatNames.map((name) => Type.Literal(name)), { description: "A provider format: answer the tools in that provider's tool-definition shape." }))
+  format: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: [...formatNames], description: "A provider format: answer the tools in that provider's tool-definition shape." }))
 })
 
 export const ToolNameParams = Type.Object({ name: Type.String({ pattern: ToolNamePattern }) })
