@@ -99,6 +99,8 @@ t.test('a body with none or several of calls and the provider fields is a 400', 
     t.equal(res.status, 400)
     t.equal(res.body.code, 'invalid_request')
   }
+  const empty = await app.inject({ method: 'POST', url: batches(runId), headers: { 'content-type': 'application/json' }, payload: '' })
+  t.equal(empty.statusCode, 400, 'no body at all')
   t.equal((await get(app, `/v1/runs/${runId}`)).body.counters.turns, 0, 'nothing changed')
 })
 
