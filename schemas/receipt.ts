@@ -11,7 +11,7 @@ export const Receipt = Type.Object({
   result: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
   stateRevision: Type.Union([Type.String(), Type.Number(), Type.Null()]),
   timeline: Type.Array(Type.Object({ event: Type.String(), at: Type.String() })),
-  dispatch: Type.Object({ disposition: Type.Union([Type.Literal('dispatched'), Type.Literal('replayed')]), attempts: Type.Integer() }),
+  dispatch: Type.Object({ disposition: Type.Union([Type.Literal('dispatched'), Type.Literal('replayed'), Type.Literal('recovered'), Type.Literal('resolved')]), attempts: Type.Integer() }),
   timing: Type.Object({ dispatchedAt: Type.String(), completedAt: Type.String(), durationMs: Type.Number() })
 }, { $id: 'Receipt' })
 

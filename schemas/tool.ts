@@ -18,9 +18,11 @@ export const ToolDefinition = Type.Object({
   inputSchema: Type.Object({}, { additionalProperties: true, description: 'JSON Schema draft 2020-12 of the arguments' }),
   executor: Type.Object({
     url: Type.String({ minLength: 1, maxLength: 2048 }),
-    timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000 }))
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000 })),
+    statusUrl: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'asked GET ?operationId=<id> for the outcome of an uncertain write' }))
   }, { additionalProperties: false }),
   readOnly: Type.Optional(Type.Boolean({ default: false })),
+  idempotent: Type.Optional(Type.Boolean({ default: false, description: 'the executor applies a call once per Idempotency-Key, so a retry of an uncertain write is sent under the original one' })),
   execution: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('parallel'), Type.Literal('sequential')], { default: 'auto' })),
   conflictKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
   trackExactRepeats: Type.Optional(Type.Boolean({ default: true })),

@@ -30,6 +30,7 @@ import { listingRoutes } from '../routes/listing.js'
 import { findUiDir, uiRoutes } from '../routes/ui.js'
 import { mcpServerRoutes } from '../routes/mcp-servers.js'
 import { McpServerView } from '../schemas/mcp-server.js'
+import { uncertainRoutes } from '../routes/uncertain.js'
 import { registerOpenApi } from './http/openapi.js'
 
 declare module 'fastify' {
@@ -117,6 +118,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   if (uiDir !== undefined) await app.register(uiRoutes, { dir: uiDir })
   else if (config.ui) logger.warn('The operator page is not served: its files (ui/ beside dist/) are missing')
   await app.register(mcpServerRoutes, { services })
+  await app.register(uncertainRoutes, { services })
 
   app.addHook('onClose', async () => { await services.close() })
   return app

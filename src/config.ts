@@ -47,7 +47,9 @@ export const SETTINGS = {
   slowPreparationMs: { env: 'TOOLGATE_SLOW_PREPARATION_MS', default: 100, help: "A batch whose preparation (parsing, schema validation, rewrites, authorization) takes longer than this logs a warning: it held the event loop for every other request meanwhile.", spec: int(1, 600_000) },
   maxEventLoopDelayMs: { env: 'TOOLGATE_MAX_EVENT_LOOP_DELAY_MS', default: 0, help: 'Shed load (503 overloaded) when the event loop lags more than this; 0 turns it off.', spec: int(0, 600_000) },
   sseHeartbeatSeconds: { env: 'TOOLGATE_SSE_HEARTBEAT_SECONDS', default: 15, help: 'A streamed batch sends a comment line after this many quiet seconds, so idle proxies keep it open; 0 turns it off.', spec: int(0, 3600) },
-  allowOpen: { env: 'TOOLGATE_ALLOW_OPEN', default: false, help: 'Start without TOOLGATE_API_KEYS_FILE although TOOLGATE_TOOLS_FILE is set and HOST is not a loopback address (refused otherwise).', spec: { kind: 'bool' } }
+  allowOpen: { env: 'TOOLGATE_ALLOW_OPEN', default: false, help: 'Start without TOOLGATE_API_KEYS_FILE although TOOLGATE_TOOLS_FILE is set and HOST is not a loopback address (refused otherwise).', spec: { kind: 'bool' } },
+  recoveryWindowSeconds: { env: 'TOOLGATE_RECOVERY_WINDOW_SECONDS', default: 300, help: "How long after a write became uncertain its tool's executor.statusUrl is still asked, with backoff, for the outcome.", spec: int(0, 7 * 24 * 3600) },
+  recoveryConcurrency: { env: 'TOOLGATE_RECOVERY_CONCURRENCY', default: 4, help: 'Status URL questions in flight at once per process (recovery of uncertain writes).', spec: int(1, 256) }
 } as const satisfies Record<string, Setting>
 
 type Settings = typeof SETTINGS

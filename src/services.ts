@@ -15,6 +15,7 @@ import { ToolRegistry } from './tools/registry.js'
 import { createAuthorizer } from './auth/authorizer.js'
 import { McpServers } from './mcp/servers.js'
 import type { ReconnectPolicy } from './mcp/connection.js'
+import { UncertainWrites, type UncertainWritesOptions } from './uncertain/service.js'
 
 /** Everything the routes use; built once per app instance. */
 export interface Services {
@@ -29,6 +30,8 @@ export interface Services {
   keys: KeyRing
   telemetry: TelemetryHandle
   replicaId: string
+  /** Retry safety across turns: resolution, recovery (SPEC section 14). */
+  uncertain: UncertainWrites
   /** Set on SIGTERM: /readyz turns false and new batches are refused. */
   draining: boolean
   close (): Promise<void>
@@ -43,6 +46,8 @@ export interface ServiceOverrides {
   leaseMs?: number
   /** How MCP servers are reconnected (tests shorten it). */
   mcpReconnect?: ReconnectPolicy
+  /** Recovery's clock and attempt hook (tests). */
+  uncertain?: Pick<UncertainWritesOptions, 'clock' | 'onRecoveryAttempt'>
 }
 
 
@@ -55,6 +60,16 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const authorizer = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
   const replicaId = randomUUID()
   const mcp = new McpServers({ tools, logger, metrics: telemetry.metrics.registry, allowedOrigins: config.executorAllowedOrigins, ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect }) })
+  const uncertain = new UncertainWrites({
+    store,
+    tools,
+    logger,
+    registry: telemetry.metrics.registry,
+    replicaId,
+    recoveryWindowMs: config.recoveryWindowSeconds * 1000,
+    recoveryConcurrency: config.recoveryConcurrency,
+    ...overrides.uncertain
+  })
   const engine = new BatchEngine({
     store,
     tools,
@@ -65,7 +80,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     leaseMs: overrides.leaseMs ?? config.leaseMs,
     maxArgumentBytes: config.maxArgumentBytes,
     slowPreparationMs: config.slowPreparationMs,
-    onStats: (stats) => telemetry.summary.add(stats)
+    onStats: (stats) => telemetry.summary.add(stats),
+    uncertain
   })
   const runs = new RunService({
     store,
@@ -85,10 +101,12 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     keys: overrides.keys ?? new KeyRing(),
     telemetry,
     replicaId,
+    uncertain,
     draining: false,
     async close () {
       engine.close()
       await mcp.close()
+      await uncertain.close()
       await client.close()
       await store.close()
     }

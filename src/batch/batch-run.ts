@@ -23,6 +23,9 @@ import { type DispatchContext, dispatchPlain } from './dispatch-call.js'
 import type { BatchAnswer, BatchRequest, EngineDeps, IdentifiedCalls } from './engine.js'
 import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
 import type { BatchResponse, CallResult, PolicyMessage } from './types.js'
+import { batchChange, blockedByUncertainty, blockers, recordChange, weighCalls } from '../uncertain/batch.js'
+import { retryAction } from '../uncertain/retry-action.js'
+import type { HeldBack } from '../uncertain/types.js'
 
 /** When calls started, as ISO text. */
 const START_TIMES = new IsoTime()
@@ -62,6 +65,9 @@ export class BatchRun implements RunnerHooks {
   #argumentTexts: CanonicalText[] = []
   #fingerprints: string[] = []
   #epochs: Epoch[] = []
+  /** By call index: retries of the run's unresolved uncertain writes (SPEC section 14), and the operation id each dispatched call went under. */
+  #held: Array<HeldBack | undefined> = []
+  readonly #operations: string[] = []
   #preparedAt = ''
   #closed = false
   /** What every dispatch of the batch shares. */
@@ -141,6 +147,7 @@ export class BatchRun implements RunnerHooks {
     const from = r.admitted?.batchId === req.batchId ? r.admitted : { batchId: req.batchId, repeat: r.repeat, toolCalls: r.counters.toolCalls }
     const a = admit(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: this.#fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
     r.admitted = from
+    this.#held = weighCalls(r.uncertain, outcomes, this.#fingerprints)
     r.repeat = a.repeat
     r.counters.toolCalls = from.toolCalls + a.admitted
     if (a.termination !== null) {
@@ -177,7 +184,11 @@ export class BatchRun implements RunnerHooks {
           observer.repeatDetected({ callId: o.id, tool, known: o.tool !== null, epoch: null }, 'advisory', decision.advisory)
           this.#policyMessages.push({ type: 'agent_policy', content: policyMessage(tool, decision.advisory) })
         }
-        if (o.ok) {
+        const held = this.#held[i]
+        if (o.ok && held?.kind === 'blocked') {
+          stats.blockedCalls++
+          settled = blockedByUncertainty(o, held.by)
+        } else if (o.ok) {
           dispatchable.push(o)
           this.#prepared[i] = o
         } else {
@@ -244,13 +255,14 @@ export class BatchRun implements RunnerHooks {
   #dispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
     const call = this.#prepared[c.index]!
     const callInfo = this.#started[c.index] ?? this.#info(c, epoch)
-    const opId = operationId(this.#identity, call.id, this.#fingerprints[call.index]!)
+    const held = this.#held[c.index]
+    const opId = this.#operations[c.index] = held?.kind === 'retry' ? held.of.operationId : operationId(this.#identity, call.id, this.#fingerprints[call.index]!)
     const args = this.#argumentTexts[call.index]!
     const headers = this.#observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined
     if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
     const ctx: ActionContext = { ...this.#context, store: this.#deps.store, tenant: this.#req.tenant, onProjectionFailed: (problem) => this.#observer.projectionFailed(callInfo, problem) }
-    return dispatchAction(ctx, call, opId, this.#preparedAt, headers, argumentsJson)
+    return (held?.kind === 'retry' ? retryAction : dispatchAction)(ctx, call, opId, this.#preparedAt, headers, argumentsJson)
   }
 
   #info (c: SchedulableCall, epoch: number): CallInfo {
@@ -328,7 +340,10 @@ export class BatchRun implements RunnerHooks {
 
     // Terminal states this batch causes, unless the run already left `active`.
     const ending: TerminationReason | null = closed ? 'projection_failed' : reason === 'timeout' ? 'timeout' : null
+    const change = batchChange(req.batchId, results, this.#prepared, this.#operations, this.#held, this.#fingerprints, Date.now())
+    await this.#deps.uncertain?.noteAdded(req.runId, change)
     const finalized = await store.updateRun(req.runId, (r) => {
+      const kept = recordChange(r, change)
       let terminatedNow = false
       if (ending !== null && r.state === 'active') {
         r.state = 'terminated'
@@ -336,9 +351,9 @@ export class BatchRun implements RunnerHooks {
         terminatedNow = true
       }
       r.stats = addStats(r.stats ?? emptyStats(), stats)
-      return { state: r.state, terminationReason: r.terminationReason, terminatedNow }
+      return { state: r.state, terminationReason: r.terminationReason, terminatedNow, uncertain: kept }
     })
-    const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false }
+    const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false, uncertain: undefined }
     const observer = this.#observer
     if (state.terminatedNow) observer.runTerminated(ending!)
     this.#deps.onStats?.(stats)
@@ -364,6 +379,7 @@ export class BatchRun implements RunnerHooks {
     })
     // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
     if (!stored) responseJson = (await store.getBatch(req.runId, req.batchId))?.responseJson ?? responseJson
+    if (state.uncertain !== undefined) this.#deps.uncertain?.afterBatch(req.runId, change, state.uncertain.dropped, state.uncertain.list, blockers(this.#held))
     return {
       body: responseJson,
       replayed: false,

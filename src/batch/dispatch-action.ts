@@ -78,7 +78,15 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
     await ctx.store.settleReceipt(receipt, ctx.tenant, token)
     shown = receipt
   }
+  return await actionResult(ctx, call, operationId, receipt, shown)
+}
 
+/**
+ * An action call's result from its receipt: the model sees the canonical
+ * receipt, or its projection; `shown` is the receipt as details show it
+ * (a replay says `replayed`).
+ */
+export async function actionResult (ctx: ActionContext, call: PreparedCall, operationId: string, receipt: Receipt, shown: Receipt): Promise<DispatchOutcome<ActionOutcome>> {
   const callStatus = statusOf(receipt.status)
   const details: ActionOutcome['details'] = { operationId, receipt: shown }
   // As for a plain tool: a call that could not be sent says so in the reason the host reads.
@@ -107,7 +115,7 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
  * executor answers. It has no completion, so `completedAt` is `dispatchedAt`
  * and `durationMs` 0.
  */
-function pendingReceipt (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string, dispatchedAt: string): Receipt {
+export function pendingReceipt (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string, dispatchedAt: string): Receipt {
   return {
     operationId,
     runId: ctx.runId,

@@ -15,6 +15,7 @@ import { type BatchIdEntry, type Store, holds } from '../store/types.js'
 import type { BatchInfo, Telemetry } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
 import type { ToolLookup } from '../tools/types.js'
+import type { UncertainWrites } from '../uncertain/service.js'
 import { BatchRun } from './batch-run.js'
 import type { BatchEvent } from './types.js'
 
@@ -35,6 +36,8 @@ export interface EngineDeps {
   slowPreparationMs?: number
   /** Called with each batch's contribution to the summaries. */
   onStats?: (stats: RunStats) => void
+  /** Retry safety across turns (SPEC section 14): told what each batch added and resolved. */
+  uncertain?: UncertainWrites
 }
 
 export interface BatchRequest {

@@ -23,6 +23,8 @@ export interface CallDetails {
   reason?: string
   message?: string
   blockedBy?: string
+  /** The operation id of the unresolved uncertain write a call was blocked by (SPEC section 14). */
+  blockedByOperation?: string
   /** The canonical tool name when the model used an alias. */
   tool?: string
   httpStatus?: number

@@ -13,6 +13,7 @@ export interface Receipt {
   result: Record<string, unknown> | null
   stateRevision: string | number | null
   timeline: Array<{ event: string, at: string }>
-  dispatch: { disposition: 'dispatched' | 'replayed', attempts: number }
+  /** `recovered`: settled from the executor's status URL; `resolved`: settled by hand (SPEC section 14). */
+  dispatch: { disposition: 'dispatched' | 'replayed' | 'recovered' | 'resolved', attempts: number }
   timing: { dispatchedAt: string, completedAt: string, durationMs: number }
 }

@@ -1,4 +1,5 @@
 import type { ToolExecutionMode } from '../schedule/types.js'
+import type { Uncertainty } from '../uncertain/types.js'
 
 export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
 
@@ -90,6 +91,8 @@ export interface RunRecord {
   admitted: { batchId: string, repeat: RepeatState, toolCalls: number } | null
   inFlight: InFlight | null
   stats: RunStats | null
+  /** Unresolved uncertain writes (SPEC section 14); absent until the run has one. */
+  uncertain?: Uncertainty[]
   createdAt: number
   lastActiveAt: number
 }

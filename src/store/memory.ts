@@ -42,6 +42,9 @@ export class MemoryStore implements Store {
   readonly #receiptsByRun = new Map<string, string[]>()
   readonly #opts: Required<MemoryStoreOptions>
   readonly #cancelListeners = new Set<CancelListener>()
+  /** Operation id of an unresolved uncertain write → its run; entries go with the run. */
+  readonly #uncertainRuns = new Map<string, string>()
+  readonly #locks = new Map<string, { owner: string, until: number }>()
   #timer: NodeJS.Timeout | null = null
 
   constructor (opts: MemoryStoreOptions) {
@@ -190,6 +193,49 @@ export class MemoryStore implements Store {
     return out
   }
 
+  async reviseReceipt (operationId: string, fn: (receipt: Receipt) => Receipt | undefined): Promise<Receipt | undefined> {
+    const held = (await this.getReceipt(operationId)) === undefined ? undefined : this.#receipts.get(operationId)
+    if (held === undefined) return undefined
+    const next = fn(held.receipt)
+    if (next === undefined) return held.receipt
+    held.receipt = next
+    held.pending = null
+    return next
+  }
+
+  async indexUncertain (runId: string, operationIds: readonly string[]): Promise<void> {
+    if (!this.#runs.has(runId)) return
+    for (const id of operationIds) this.#uncertainRuns.set(id, runId)
+  }
+
+  async unindexUncertain (operationId: string): Promise<void> {
+    this.#uncertainRuns.delete(operationId)
+  }
+
+  async runOfUncertain (operationId: string): Promise<string | undefined> {
+    const runId = this.#uncertainRuns.get(operationId)
+    if (runId !== undefined) this.#expire(runId)
+    return runId !== undefined && this.#runs.has(runId) ? runId : undefined
+  }
+
+  async countUncertain (): Promise<number> {
+    let n = 0
+    for (const run of this.#runs.values()) n += run.uncertain?.length ?? 0
+    return n
+  }
+
+  async tryLock (name: string, owner: string, ttlMs: number): Promise<boolean> {
+    const now = this.#opts.now()
+    const held = this.#locks.get(name)
+    if (held !== undefined && held.until > now && held.owner !== owner) return false
+    this.#locks.set(name, { owner, until: now + ttlMs })
+    return true
+  }
+
+  async unlock (name: string, owner: string): Promise<void> {
+    if (this.#locks.get(name)?.owner === owner) this.#locks.delete(name)
+  }
+
   async countRuns (): Promise<{ total: number, active: number, inFlight: number }> {
     let active = 0
     let inFlight = 0
@@ -222,6 +268,7 @@ export class MemoryStore implements Store {
   /** Drops expired runs (oldest first) and receipts past retention. */
   sweep (): void {
     const now = this.#opts.now()
+    for (const [name, lock] of this.#locks) if (lock.until <= now) this.#locks.delete(name)
     for (const [runId, run] of this.#runs) {
       if (run.lastActiveAt + this.#opts.runTtlMs > now) break
       if (run.inFlight === null) this.#remove(runId)
@@ -257,6 +304,7 @@ export class MemoryStore implements Store {
   }
 
   #remove (runId: string): void {
+    for (const u of this.#runs.get(runId)?.uncertain ?? []) this.#uncertainRuns.delete(u.operationId)
     this.#runs.delete(runId)
     this.#ended.delete(runId)
     this.#batches.delete(runId)

@@ -4,6 +4,7 @@ import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, PUT_RECEIPT, SETTLE_RECEIPT, type Script, UPDATE_RUN } from './redis-scripts.js'
+import { COUNT_UNCERTAIN, INDEX_UNCERTAIN, REVISE_RECEIPT, TRY_LOCK, UNINDEX_UNCERTAIN, UNLOCK } from './redis-uncertain-scripts.js'
 import {
   type BatchEntry, type BatchIdEntry, holds, type BatchRecord, batchEntry, type RunCursor, type RunPage, type CancelListener, type CancelReason, type Store, StoreFullError, type StoredReceipt,
   StoreUnavailableError, type UpdateResult, markEnded
@@ -217,6 +218,46 @@ export class RedisStore implements Store {
       for (const json of values) if (json !== null) out.push((JSON.parse(json) as HeldValue).receipt)
     }
     return out
+  }
+
+  async reviseReceipt (operationId: string, fn: (receipt: Receipt) => Receipt | undefined): Promise<Receipt | undefined> {
+    const key = this.#key('op', operationId)
+    for (let attempt = 1; attempt <= this.#opts.maxUpdateAttempts; attempt++) {
+      const json = await this.#call(() => this.#redis.get(key))
+      if (json === null) return undefined
+      const held = JSON.parse(json) as HeldValue
+      const next = fn(held.receipt)
+      if (next === undefined) return held.receipt
+      const value: HeldValue = { receipt: next, tenant: held.tenant }
+      if (await this.#eval(REVISE_RECEIPT, [key], [json, JSON.stringify(value)]) === 1) return next
+    }
+    throw new StoreUnavailableError(`Receipt ${operationId} was changed by others ${this.#opts.maxUpdateAttempts} times while this replica revised it`)
+  }
+
+  async indexUncertain (runId: string, operationIds: readonly string[]): Promise<void> {
+    if (operationIds.length === 0) return
+    await this.#eval(INDEX_UNCERTAIN, [this.#key('run', runId), this.#key('idx', 'uncertain')],
+      [this.#opts.now(), this.#opts.runTtlMs, this.#key('uop', ''), runId, ...operationIds])
+  }
+
+  async unindexUncertain (operationId: string): Promise<void> {
+    await this.#eval(UNINDEX_UNCERTAIN, [this.#key('uop', operationId), this.#key('idx', 'uncertain')], [operationId])
+  }
+
+  async runOfUncertain (operationId: string): Promise<string | undefined> {
+    return (await this.#call(() => this.#redis.get(this.#key('uop', operationId)))) ?? undefined
+  }
+
+  async countUncertain (): Promise<number> {
+    return Number(await this.#eval(COUNT_UNCERTAIN, [this.#key('idx', 'uncertain')], [this.#opts.now()]))
+  }
+
+  async tryLock (name: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.#eval(TRY_LOCK, [this.#key('lock', name)], [owner, Math.max(1, Math.ceil(ttlMs))])) === 1
+  }
+
+  async unlock (name: string, owner: string): Promise<void> {
+    await this.#eval(UNLOCK, [this.#key('lock', name)], [owner])
   }
 
   /**

@@ -133,6 +133,36 @@ export interface Store {
   getReceipt (operationId: string): Promise<StoredReceipt | undefined>
   listReceipts (runId: string): Promise<Receipt[]>
 
+  /**
+   * Rewrites a stored receipt atomically: `fn` gets the current receipt and
+   * answers its replacement, or undefined to leave it. The replacement keeps
+   * the journal entry and expiry; a pending dispatch's token is dropped (a
+   * late answer of that dispatch no longer settles it). Answers what is
+   * stored after, or undefined when there is no such receipt.
+   */
+  reviseReceipt (operationId: string, fn: (receipt: Receipt) => Receipt | undefined): Promise<Receipt | undefined>
+
+  /**
+   * Notes which run unresolved uncertain writes belong to, so an operation id
+   * alone finds its run (and the gauge counts them). Kept about as long as
+   * the run is; noting them again pushes that on.
+   */
+  indexUncertain (runId: string, operationIds: readonly string[]): Promise<void>
+  /** Forgets an operation noted by indexUncertain (it was resolved). */
+  unindexUncertain (operationId: string): Promise<void>
+  /** The run an operation noted by indexUncertain belongs to. */
+  runOfUncertain (operationId: string): Promise<string | undefined>
+  /** Unresolved uncertain writes of the runs held. */
+  countUncertain (): Promise<number>
+
+  /**
+   * Takes a short lock named `name` for `owner`, unless another owner holds
+   * it; it lapses after `ttlMs` if never released. Answers whether it was taken.
+   */
+  tryLock (name: string, owner: string, ttlMs: number): Promise<boolean>
+  /** Releases a lock, only if `owner` holds it. */
+  unlock (name: string, owner: string): Promise<void>
+
   /** Every run currently held, for the aggregate summary and gauges. */
   countRuns (): Promise<{ total: number, active: number, inFlight: number }>
 

@@ -91,16 +91,10 @@ export class ToolRegistry implements ToolLookup {
     const def = input as ToolDefinition
     const problems: string[] = []
 
-    let url: URL | undefined
-    if (via === undefined) {
-      try { url = new URL(def.executor.url) } catch { problems.push('/executor/url: not a valid URL') }
-    }
-    if (url !== undefined) {
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push('/executor/url: must be http or https')
-      else if (url.username !== '' || url.password !== '') problems.push('/executor/url: must not carry credentials')
-      else if (this.#opts.allowedOrigins !== null && !this.#opts.allowedOrigins.includes(url.origin)) {
-        problems.push(`/executor/url: origin ${url.origin} is not in TOOLGATE_EXECUTOR_ALLOWED_ORIGINS`)
-      }
+    if (via === undefined) this.#checkUrl(def.executor.url, '/executor/url', problems)
+    if (def.executor.statusUrl !== undefined) {
+      this.#checkUrl(def.executor.statusUrl, '/executor/statusUrl', problems)
+      if (def.readOnly === true) problems.push('/executor/statusUrl: only writes become uncertain; a readOnly tool has no use for one')
     }
 
     let validate: Tool['validate'] | undefined
@@ -156,8 +150,11 @@ export class ToolRegistry implements ToolLookup {
       name: def.name,
       description: def.description ?? '',
       inputSchema: def.inputSchema,
-      executor: { url: def.executor.url, timeoutMs: def.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS },
+      executor: def.executor.statusUrl === undefined
+        ? { url: def.executor.url, timeoutMs: def.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS }
+        : { url: def.executor.url, timeoutMs: def.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, statusUrl: def.executor.statusUrl },
       readOnly: def.readOnly ?? false,
+      idempotent: def.idempotent ?? false,
       execution: def.execution ?? 'auto',
       trackExactRepeats: def.trackExactRepeats ?? true,
       aliases: def.aliases ?? [],
@@ -173,9 +170,10 @@ export class ToolRegistry implements ToolLookup {
       description: definition.description,
       inputSchema: definition.inputSchema,
       executor: Object.freeze(via === undefined
-        ? { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS }
-        : { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, via }),
+        ? { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, statusUrl: definition.executor.statusUrl ?? null }
+        : { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, via, statusUrl: definition.executor.statusUrl ?? null }),
       readOnly: definition.readOnly,
+      idempotent: definition.idempotent,
       execution: definition.execution,
       conflictKey,
       trackExactRepeats: definition.trackExactRepeats,
@@ -188,6 +186,17 @@ export class ToolRegistry implements ToolLookup {
       preparesInPlace: preparesInPlace(definition.inputSchema, definition.rewrite.length > 0),
       definition
     })
+  }
+
+  #checkUrl (raw: string, where: string, problems: string[]): void {
+    let url: URL | undefined
+    try { url = new URL(raw) } catch { problems.push(`${where}: not a valid URL`) }
+    if (url === undefined) return
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push(`${where}: must be http or https`)
+    else if (url.username !== '' || url.password !== '') problems.push(`${where}: must not carry credentials`)
+    else if (this.#opts.allowedOrigins !== null && !this.#opts.allowedOrigins.includes(url.origin)) {
+      problems.push(`${where}: origin ${url.origin} is not in TOOLGATE_EXECUTOR_ALLOWED_ORIGINS`)
+    }
   }
 
   /** Registers or replaces a tool; answers whether it was new. An imported tool is its server's to change. */

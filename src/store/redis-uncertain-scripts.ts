@@ -1,0 +1,65 @@
+/**
+ * The Lua scripts behind the retry-safety methods of the Redis store
+ * (SPEC section 14). Keys (P is the prefix): `P uop:<operationId>` the run
+ * id of an unresolved uncertain write; `P idx:uncertain` a sorted set of
+ * those operation ids scored by their expiry (the gauge counts it);
+ * `P lock:<name>` a short lock, its value the owner.
+ */
+import { createHash } from 'node:crypto'
+import type { Script } from './redis-scripts.js'
+
+function script (name: string, lua: string): Script {
+  return { name, lua, sha: createHash('sha1').update(lua).digest('hex') }
+}
+
+/**
+ * KEYS: run, idx:uncertain. ARGV: now, run TTL slack, uop key prefix, runId, operation ids...
+ * Notes each operation's run, kept the run's remaining time plus the slack
+ * (a run in use pushes its own expiry on; its next batch notes them again).
+ * Nothing when the run is gone.
+ */
+export const INDEX_UNCERTAIN = script('index-uncertain', `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+ttl = ttl + tonumber(ARGV[2])
+local exp = tonumber(ARGV[1]) + ttl
+for i = 5, #ARGV do
+  redis.call('SET', ARGV[3] .. ARGV[i], ARGV[4], 'PX', ttl)
+  redis.call('ZADD', KEYS[2], exp, ARGV[i])
+end
+return 1
+`)
+
+/** KEYS: uop, idx:uncertain. ARGV: operationId. */
+export const UNINDEX_UNCERTAIN = script('unindex-uncertain', `
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
+/** KEYS: idx:uncertain. ARGV: now. Drops expired entries, then counts. */
+export const COUNT_UNCERTAIN = script('count-uncertain', `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+return redis.call('ZCARD', KEYS[1])
+`)
+
+/** KEYS: op. ARGV: the value as read, its replacement. Compare-and-set that keeps the TTL: 1 when replaced. */
+export const REVISE_RECEIPT = script('revise-receipt', `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1
+`)
+
+/** KEYS: lock. ARGV: owner, ttl. Taken (1) unless another owner holds it. */
+export const TRY_LOCK = script('try-lock', `
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`)
+
+/** KEYS: lock. ARGV: owner. Released only by its owner. */
+export const UNLOCK = script('unlock', `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`)

@@ -1,0 +1,85 @@
+/**
+ * What a batch does with the run's uncertainties, as the engine calls it:
+ * weigh the calls at admission, answer the blocked ones, and work out what
+ * the finished batch adds and resolves. Pure functions over the batch's
+ * arrays (indexed by call), so the engine's own lines stay few.
+ */
+import type { CallResult } from '../batch/types.js'
+import { errorContent } from '../batch/content.js'
+import type { PreparationOutcome, PreparedCall } from '../prepare/types.js'
+import { type UncertainChange, applyChange, changeOf, holdBack, type SettledWrite } from './admission.js'
+import type { HeldBack, Uncertainty } from './types.js'
+
+/** At admission, inside the run's atomic update: which calls are retries of an unresolved uncertain write. */
+export function weighCalls (uncertain: readonly Uncertainty[] | undefined, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): Array<HeldBack | undefined> {
+  if (uncertain === undefined || uncertain.length === 0) return []
+  return holdBack(uncertain, outcomes.map((o, i) => ({
+    fingerprint: fingerprints[i]!,
+    write: o.ok && !o.tool.readOnly,
+    idempotent: o.tool?.idempotent ?? false,
+    callId: o.id,
+    action: o.tool?.action != null
+  })))
+}
+
+export function blockedMessage (blockedBy: string): string {
+  return `Not run: this same call was sent before (${blockedBy}) and its outcome is still unknown; it may already have taken effect. ` +
+    'It will not be repeated until that outcome is known. Check the current state instead of sending it again.'
+}
+
+/** A write not dispatched because the same write, sent in an earlier batch, has an unknown outcome. */
+export function blockedByUncertainty (call: PreparedCall, by: Uncertainty): CallResult {
+  const details: CallResult['details'] = { reason: 'unresolved_uncertain_write', blockedBy: by.callId, blockedByOperation: by.operationId }
+  if (call.tool.name !== call.requestedName) details.tool = call.tool.name
+  return {
+    callId: call.id,
+    name: call.requestedName,
+    status: 'blocked',
+    content: errorContent('unresolved_uncertain_write', blockedMessage(by.callId), { blockedBy: by.callId }),
+    isError: true,
+    details
+  }
+}
+
+/**
+ * What the finished batch changes: its writes that came out uncertain, and
+ * the idempotent retries that got a definitive answer. `operations` holds
+ * the operation id of every call that was dispatched.
+ */
+export function batchChange (batchId: string, results: readonly CallResult[], prepared: readonly PreparedCall[], operations: readonly string[],
+  held: ReadonlyArray<HeldBack | undefined>, fingerprints: readonly string[], now: number): UncertainChange {
+  const writes: SettledWrite[] = []
+  for (let i = 0; i < results.length; i++) {
+    const operationId = operations[i]
+    const call = prepared[i]
+    if (operationId === undefined || call === undefined || call.tool.readOnly) continue
+    const r = results[i]!
+    writes.push({
+      operationId,
+      fingerprint: fingerprints[i]!,
+      conflictKey: call.conflictKey,
+      callId: call.id,
+      tool: call.tool.name,
+      action: call.tool.action !== null,
+      uncertain: r.status === 'uncertain' || r.details.receipt?.status === 'uncertain',
+      held: held[i]
+    })
+  }
+  return changeOf(batchId, writes, now)
+}
+
+/** Inside the batch's final update of the run: records the change (nothing when there is none); answers the list as it stands and what fell off it. */
+export function recordChange (run: { uncertain?: Uncertainty[] }, change: UncertainChange): { list: Uncertainty[], dropped: Uncertainty[] } {
+  if (change.added.length + change.retried.length === 0) return { list: run.uncertain ?? [], dropped: [] }
+  const kept = applyChange(run.uncertain, change)
+  if (kept.list.length > 0) run.uncertain = kept.list
+  else delete run.uncertain
+  return kept
+}
+
+/** The uncertainties that blocked calls of a batch. */
+export function blockers (held: ReadonlyArray<HeldBack | undefined>): Uncertainty[] {
+  const out: Uncertainty[] = []
+  for (const h of held) if (h?.kind === 'blocked') out.push(h.by)
+  return out
+}

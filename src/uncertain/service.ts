@@ -1,0 +1,110 @@
+import type { Logger } from 'pino'
+import type { Registry } from 'prom-client'
+import type { Store } from '../store/types.js'
+import type { ToolLookup } from '../tools/types.js'
+import type { UncertainChange } from './admission.js'
+import { UncertainMetrics } from './metrics.js'
+import { type AttemptOutcome, type Clock, Recovery, type RecoveryTarget } from './recovery.js'
+import { UncertainResolver } from './resolver.js'
+import { StatusClient } from './status-check.js'
+import type { Uncertainty } from './types.js'
+
+export interface UncertainWritesOptions {
+  store: Store
+  tools: ToolLookup
+  logger: Logger
+  registry: Registry
+  /** This replica, as a recovery lock owner. */
+  replicaId: string
+  recoveryWindowMs: number
+  recoveryConcurrency: number
+  clock?: Clock
+  onRecoveryAttempt?: (target: RecoveryTarget, outcome: AttemptOutcome) => void
+}
+
+/** A status question waits at most this long, whatever the tool's own timeout. */
+const MAX_STATUS_TIMEOUT_MS = 10_000
+
+/**
+ * Retry safety across turns (SPEC section 14), as the rest of the service
+ * uses it: the batch engine reports what each batch added and resolved,
+ * recovery asks status URLs in the background, and the routes resolve by
+ * hand. One per app instance.
+ */
+export class UncertainWrites {
+  readonly resolver: UncertainResolver
+  readonly recovery: Recovery
+  readonly #opts: UncertainWritesOptions
+  readonly #status = new StatusClient()
+
+  constructor (opts: UncertainWritesOptions) {
+    this.#opts = opts
+    const metrics = new UncertainMetrics(opts.registry, opts.store)
+    const now = opts.clock?.now.bind(opts.clock)
+    this.resolver = new UncertainResolver({ store: opts.store, logger: opts.logger, metrics, ...(now === undefined ? {} : { now }) })
+    this.recovery = new Recovery({
+      store: opts.store,
+      resolver: this.resolver,
+      status: this.#status,
+      logger: opts.logger,
+      owner: opts.replicaId,
+      windowMs: opts.recoveryWindowMs,
+      concurrency: opts.recoveryConcurrency,
+      ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+      ...(opts.onRecoveryAttempt === undefined ? {} : { onAttempt: opts.onRecoveryAttempt })
+    })
+  }
+
+  /**
+   * Before the batch's final update records them: notes the run of each new
+   * uncertainty, so that if this replica dies in between, an index entry
+   * without its uncertainty is all that is left (harmless), never the reverse.
+   */
+  async noteAdded (runId: string, change: UncertainChange): Promise<void> {
+    if (change.added.length > 0) await this.#opts.store.indexUncertain(runId, change.added.map((u) => u.operationId))
+  }
+
+  /**
+   * After the batch's answer is stored; never delays or fails it: counts and
+   * logs the retries that resolved, forgets what is gone, keeps the rest
+   * findable, and starts recovering what a status URL can tell.
+   */
+  afterBatch (runId: string, change: UncertainChange, dropped: readonly Uncertainty[], open: readonly Uncertainty[], blockedBy: readonly Uncertainty[]): void {
+    const { store, logger } = this.#opts
+    const failed = (err: unknown): void => { logger.warn({ runId, err: { message: (err as Error).message } }, 'uncertain writes: the store could not be updated') }
+    for (const u of change.retried) {
+      this.resolver.recorded(runId, u, 'idempotent_retry', 'answered')
+      store.unindexUncertain(u.operationId).catch(failed)
+    }
+    for (const u of dropped) {
+      logger.warn({ runId, operationId: u.operationId, callId: u.callId, tool: u.tool }, 'too many unresolved uncertain writes in one run: the oldest is no longer kept')
+      store.unindexUncertain(u.operationId).catch(failed)
+    }
+    // A run still in use keeps its entries findable however long it lives.
+    const added = new Set(change.added.map((u) => u.operationId))
+    const older = open.filter((u) => !added.has(u.operationId)).map((u) => u.operationId)
+    if (older.length > 0) store.indexUncertain(runId, older).catch(failed)
+    for (const u of change.added) logger.info({ runId, batchId: u.batchId, callId: u.callId, operationId: u.operationId, tool: u.tool }, 'uncertain write kept unresolved: identical writes are blocked until it is resolved')
+    // A blocked retry is a reason to ask again, on whichever replica sees it.
+    for (const u of [...change.added, ...blockedBy]) this.recover(runId, u)
+  }
+
+  /** Starts recovering an uncertainty whose tool has a status URL. */
+  recover (runId: string, u: Uncertainty): void {
+    const target = this.targetOf(runId, u)
+    if (target !== undefined) this.recovery.start(target)
+  }
+
+  /** What recovery asks for an uncertainty: undefined when its tool (as registered now) has no status URL. */
+  targetOf (runId: string, u: Uncertainty): RecoveryTarget | undefined {
+    const tool = this.#opts.tools.resolve(u.tool)
+    const statusUrl = tool?.executor.statusUrl ?? null
+    if (tool === undefined || statusUrl === null) return undefined
+    return { runId, operationId: u.operationId, statusUrl, timeoutMs: Math.min(tool.executor.timeoutMs, MAX_STATUS_TIMEOUT_MS) }
+  }
+
+  async close (): Promise<void> {
+    this.recovery.close()
+    await this.#status.close()
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Shared by the retry-safety tests: a fake clock for recovery's backoff, an
+ * executor status endpoint on a real port 0, and small readers of the API.
+ */
+import Fastify from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import type { Clock } from '../../src/uncertain/recovery.js'
+import type { AttemptOutcome, RecoveryTarget } from '../../src/uncertain/recovery.js'
+import { get, post } from '../helper.js'
+
+type Tap = { teardown: (fn: () => unknown) => void }
+
+/** A clock that only moves when told; timers fire in order of their due time. */
+export class FakeClock implements Clock {
+  #now = 1_900_000_000_000
+  #timers: Array<{ at: number, fn: () => void, id: number }> = []
+  #next = 1
+  now (): number { return this.#now }
+  setTimeout (fn: () => void, ms: number): unknown {
+    const id = this.#next++
+    this.#timers.push({ at: this.#now + ms, fn, id })
+    return id
+  }
+
+  clearTimeout (handle: unknown): void {
+    this.#timers = this.#timers.filter((t) => t.id !== handle)
+  }
+
+  /** Timers waiting. */
+  get pending (): number { return this.#timers.length }
+
+  /** Moves time on, firing every timer due by then. */
+  advance (ms: number): void {
+    const until = this.#now + ms
+    for (;;) {
+      this.#timers.sort((a, b) => a.at - b.at)
+      const due = this.#timers[0]
+      if (due === undefined || due.at > until) break
+      this.#timers.shift()
+      this.#now = due.at
+      due.fn()
+    }
+    this.#now = until
+  }
+}
+
+/** Recovery attempts as they finish, to be awaited one by one (no sleeping). */
+export class Attempts {
+  readonly seen: Array<{ target: RecoveryTarget, outcome: AttemptOutcome }> = []
+  #waiters: Array<{ n: number, resolve: () => void }> = []
+  readonly hook = (target: RecoveryTarget, outcome: AttemptOutcome): void => {
+    this.seen.push({ target, outcome })
+    this.#waiters = this.#waiters.filter((w) => {
+      if (this.seen.length < w.n) return true
+      w.resolve()
+      return false
+    })
+  }
+
+  /** Resolves once `n` attempts in all have finished. */
+  async until (n: number): Promise<AttemptOutcome> {
+    if (this.seen.length < n) await new Promise<void>((resolve) => this.#waiters.push({ n, resolve }))
+    return this.seen[n - 1]!.outcome
+  }
+}
+
+export type StatusBehaviour = (operationId: string) => unknown | Promise<unknown>
+
+/** An executor's status endpoint: GET /status/:tool?operationId=...; answers what the behaviour of the tool returns (a number is an HTTP status). */
+export async function startStatusServer (t: Tap): Promise<{ url: string, asked: Array<{ tool: string, operationId: string }>, on: (tool: string, b: StatusBehaviour) => void, app: FastifyInstance }> {
+  const app = Fastify({ logger: false })
+  const asked: Array<{ tool: string, operationId: string }> = []
+  const behaviours = new Map<string, StatusBehaviour>()
+  app.get<{ Params: { tool: string }, Querystring: { operationId: string } }>('/status/:tool', async (req, reply) => {
+    asked.push({ tool: req.params.tool, operationId: req.query.operationId })
+    const answer = await (behaviours.get(req.params.tool) ?? (() => ({ status: 'unknown' })))(req.query.operationId)
+    if (typeof answer === 'number') return reply.code(answer).send({ error: 'boom' })
+    return answer
+  })
+  const url = await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+  return { url, asked, on: (tool, b) => { behaviours.set(tool, b) }, app }
+}
+
+export async function listUncertain (app: FastifyInstance, runId: string): Promise<any[]> {
+  const res = await get(app, `/v1/runs/${runId}/uncertain`)
+  if (res.status !== 200) throw new Error(`GET uncertain answered ${res.status}: ${JSON.stringify(res.body)}`)
+  return res.body.uncertain
+}
+
+export async function batch (app: FastifyInstance, runId: string, batchId: string, calls: unknown[]): Promise<any> {
+  const res = await post(app, `/v1/runs/${runId}/batches`, { batchId, calls })
+  if (res.status !== 200) throw new Error(`batch answered ${res.status}: ${JSON.stringify(res.body)}`)
+  return res.body
+}
+
+/** A metric's value from GET /metrics, or undefined when absent. */
+export async function metric (app: FastifyInstance, name: string, labels = ''): Promise<number | undefined> {
+  const res = await get(app, '/metrics')
+  const line = String(res.body).split('\n').find((l) => l.startsWith(labels === '' ? `${name} ` : `${name}{${labels}} `))
+  return line === undefined ? undefined : Number(line.split(' ').pop())
+}
