@@ -130,7 +130,7 @@ t.test('the metrics carry process and Node.js defaults, and never a run id, call
   }
   t.notMatch(text, /zz9/)
   const labelNames = new Set(parse(text).filter((s) => s.name.startsWith('toolgate_')).flatMap((s) => Object.keys(s.labels)))
-  t.ok([...labelNames].every((l) => ['le', 'outcome', 'reason', 'status', 'tool'].includes(l)), `labels are a small fixed set: ${[...labelNames].join(', ')}`)
+  t.ok([...labelNames].every((l) => ['le', 'outcome', 'reason', 'status', 'tool', 'how'].includes(l)), `labels are a small fixed set: ${[...labelNames].join(', ')}`)
   for (const m of text.matchAll(/^# TYPE (toolgate_\S+) (\S+)$/gm)) {
     const [, name, type] = m
     if (type === 'counter') t.match(name, /_total$/, `${name} is a counter ending in _total`)
