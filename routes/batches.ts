@@ -7,6 +7,7 @@ import { decodeBatchBody } from '../src/formats/index.js'
 import { principalOf } from '../src/http/auth.js'
 import { logRequest } from '../src/http/access-log.js'
 import { SseStream } from '../src/http/sse.js'
+import { waitForAnswer } from '../src/approvals/waiters.js'
 import type { Services } from '../src/services.js'
 import { BatchBody, BatchHeaders } from '../schemas/batch.js'
 import { RunIdParams, problems } from '../schemas/common.js'
@@ -14,6 +15,8 @@ import { answer } from '../schemas/responses.js'
 import { BATCH_REQUEST_EXAMPLE, BATCH_RESPONSE_EXAMPLE } from '../schemas/examples.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
+/** How often a stream waiting for approvals reads the store, for what happened on other replicas. */
+const WAIT_POLL_MS = 1000
 
 /** The batch of tool calls one model turn produced (SPEC section 4). */
 export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -40,6 +43,8 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
             }
           }
         },
+        202: answer(Type.Ref('BatchResponse'), 'A call of the batch requires approval: nothing ran. `state` is `awaiting_approval`, `results` holds the rejections, `approvals` the held calls. ' +
+          'With `Accept: text/event-stream` the answer is 200 and the stream sends `batch.awaiting_approval` (this body), stays open, and ends with `batch.completed` once the batch ran.'),
         ...problems('invalid_request', 'duplicate_call_id', 'run_not_found', 'run_busy', 'run_not_active', 'payload_too_large', 'batch_id_reused', 'overloaded')
       }
     }
@@ -74,9 +79,9 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
 
     if (!wantsEventStream(req.headers.accept)) {
       // The response is JSON text already (the stored answer, byte for byte, when replayed).
-      const { body, log } = await engine.execute(request)
+      const { body, log, status } = await engine.execute(request)
       req.batchLog = log
-      return reply.type(JSON_TYPE).send(body)
+      return reply.code(status ?? 200).type(JSON_TYPE).send(body)
     }
 
     // Server-sent events: the status line goes out with the first event, so
@@ -95,9 +100,22 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     raw.on('close', () => { if (!raw.writableFinished) gone.abort() })
     if (raw.destroyed || req.raw.socket?.destroyed === true) gone.abort()
     try {
-      const { body, log } = await engine.execute({ ...request, signal: gone.signal, onEvent: (e: BatchEvent) => { if (e.type !== 'batch.completed') write(e.type, e) } })
-      req.batchLog = log
-      write('batch.completed', body)
+      let lastSeq = 0
+      const onEvent = (e: BatchEvent): void => {
+        lastSeq = e.seq
+        if (e.type !== 'batch.completed') write(e.type, e)
+      }
+      const answered = await engine.execute({ ...request, signal: gone.signal, onEvent })
+      req.batchLog = answered.log
+      let body: string | null = answered.body
+      if (answered.status === 202) {
+        // Held for approvals: the stream stays open until the batch completes, on whichever request or replica.
+        write('batch.awaiting_approval', body)
+        lastSeq = (JSON.parse(body) as { events: BatchEvent[] }).events.at(-1)?.seq ?? lastSeq
+        body = await waitForAnswer({ store: services.store, waiters: services.approvals.waiters, runId: request.runId, batchId, lastSeq, send: onEvent, signal: gone.signal, pollMs: WAIT_POLL_MS })
+      }
+      if (body !== null) write('batch.completed', body)
+      else if (!gone.signal.aborted) write('error', problemBody('run_not_found', 'The run ended before the batch completed.'))
       sse.end()
     } catch (err) {
       if (!sse.open) throw err

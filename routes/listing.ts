@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { type Static, Type } from '@sinclair/typebox'
 import { ProblemError } from '../src/errors.js'
 import { principalOf } from '../src/http/auth.js'
+import { awaitingView } from '../src/approvals/hold.js'
 import { decodeRunCursor, encodeRunCursor } from '../src/runs/cursor.js'
 import type { Services } from '../src/services.js'
 import { RunIdParams, problems } from '../schemas/common.js'
@@ -71,17 +72,19 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const page = finished.slice(0, limit)
     const batches: Array<Static<typeof BatchListItem>> = page.map((b) => ({ batchId: b.batchId, state: 'completed', turn: b.turn, calls: b.calls, statuses: b.statuses, completedAt: new Date(b.completedAt).toISOString() }))
     const inFlight = run.inFlight?.batchId
-    if (beforeTurn === undefined && inFlight !== undefined && !page.some((b) => b.batchId === inFlight)) batches.unshift({ batchId: inFlight, state: 'running' })
+    const held = run.waiting?.phase === 'awaiting' && run.waiting.batchId === inFlight
+    if (beforeTurn === undefined && inFlight !== undefined && !page.some((b) => b.batchId === inFlight)) batches.unshift({ batchId: inFlight, state: held ? 'awaiting_approval' : 'running' })
     return { batches, next: finished.length > limit ? page.at(-1)!.turn : null }
   })
 
   app.get('/v1/runs/:runId/batches/:batchId', {
-    config: orchestrator,
+    // An approver reads the batch it decides on (src/approvals).
+    config: { roles: ['orchestrator', 'approver'] as const },
     schema: {
       tags: ['batches'],
       operationId: 'getBatch',
       summary: 'A batch as it stands',
-      description: 'A finished batch answers its stored answer, exactly as the batch request answered it; the batch in flight answers its state.',
+      description: 'A finished batch answers its stored answer, exactly as the batch request answered it; a batch waiting for approvals answers as its 202 did (`state: awaiting_approval`, with `approvals`); the batch in flight answers its state.',
       params: BatchParams,
       response: { 200: answer(Type.Union([Type.Ref('BatchResponse'), BatchInProgress]), 'The stored answer of a finished batch, or the state of the batch in flight.'), ...problems('run_not_found', 'batch_not_found') }
     }
@@ -91,6 +94,8 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const record = await store.getBatch(run.runId, batchId)
     // The stored JSON text, byte for byte as first answered.
     if (record !== undefined) return reply.type(JSON_TYPE).send(record.responseJson)
+    const waiting = awaitingView(run, batchId)
+    if (waiting !== undefined) return reply.type(JSON_TYPE).send(JSON.stringify(waiting))
     if (run.inFlight?.batchId === batchId) return { runId: run.runId, batchId, state: 'running' }
     throw new ProblemError('batch_not_found', `Run ${run.runId} has no batch ${batchId}.`)
   })

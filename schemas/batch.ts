@@ -54,13 +54,20 @@ const Details = Type.Object({
   operationId: Type.Optional(Type.String()),
   executor: Type.Optional(Type.Object({}, { additionalProperties: true })),
   receipt: Type.Optional(Type.Ref('Receipt')),
-  projectionProblem: Type.Optional(Type.String())
+  projectionProblem: Type.Optional(Type.String()),
+  approval: Type.Optional(Type.Object({
+    decision: Type.Union([Type.Literal('approved'), Type.Literal('denied'), Type.Literal('expired')]),
+    at: Type.String(),
+    by: Type.Optional(Type.Object({ tenant: Type.String(), name: Type.Optional(Type.String()) }, { description: "Who decided: the tenant and the key's name, never the key." })),
+    reason: Type.Optional(Type.String()),
+    edited: Type.Optional(Type.Boolean())
+  }, { description: 'The decision on a call held for approval.' }))
 }, { additionalProperties: true })
 
 export const CallResult = Type.Object({
   callId: Type.String(),
   name: Type.String(),
-  status: Type.Union(['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed'].map((s) => Type.Literal(s))),
+  status: Type.Union(['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed', 'denied'].map((s) => Type.Literal(s))),
   content: Type.String(),
   isError: Type.Boolean(),
   details: Details
@@ -81,10 +88,23 @@ export const BatchEvent = Type.Object({
   size: Type.Optional(Type.Integer())
 })
 
+/** A call held for a person's decision (SPEC section 13); `arguments` are the prepared ones. */
+export const PendingApproval = Type.Object({
+  callId: Type.String(),
+  tool: Type.String(),
+  arguments: Type.Object({}, { additionalProperties: true }),
+  requestedAt: Type.String(),
+  expiresAt: Type.String()
+})
+
 export const BatchResponse = Type.Object({
   runId: Type.String(),
   batchId: Type.String(),
   turn: Type.Integer(),
+  state: Type.Optional(Type.Union([Type.Literal('completed'), Type.Literal('awaiting_approval')], {
+    description: '`awaiting_approval` (answered 202) while calls wait for a decision; then `results` holds only the rejections.'
+  })),
+  approvals: Type.Optional(Type.Array(PendingApproval, { description: 'While awaiting approval: each call still waiting for a decision.' })),
   results: Type.Array(CallResult),
   events: Type.Array(BatchEvent),
   policyMessages: Type.Array(Type.Object({ type: Type.Literal('agent_policy'), content: Type.String() })),

@@ -24,7 +24,7 @@ export type BatchListQuery = Static<typeof BatchListQuery>
 
 export const BatchListItem = Type.Object({
   batchId: Type.String(),
-  state: Type.String({ description: '`completed`, or `running` for the batch in flight (listed first, on the first page).' }),
+  state: Type.String({ description: '`completed`, or `running` (`awaiting_approval` while it waits for a person) for the batch in flight (listed first, on the first page).' }),
   turn: Type.Optional(Type.Integer()),
   calls: Type.Optional(Type.Integer({ description: 'How many calls the batch had.' })),
   statuses: Type.Optional(Type.Record(Type.String(), Type.Integer(), { description: 'Its calls counted by result status.' })),

@@ -18,5 +18,6 @@ export const Summary = Type.Object({
   repeatTerminations: Type.Integer(),
   projectionFailures: Type.Integer(),
   uncertainWrites: Type.Integer(),
-  blockedCalls: Type.Integer()
+  blockedCalls: Type.Integer(),
+  approvals: Type.Object({ approved: Type.Integer(), denied: Type.Integer(), expired: Type.Integer() }, { description: 'Decisions on calls held for a person.' })
 }, { $id: 'Summary' })

@@ -30,6 +30,7 @@ export const ToolDefinition = Type.Object({
   argumentAliases: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ minLength: 1, maxLength: 256 }))),
   rewrite: Type.Optional(Type.Array(RewriteRule, { maxItems: 256 })),
   requiredScopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 64 })),
+  requiresApproval: Type.Optional(Type.Boolean({ default: false, description: 'A person approves each call before it runs; nothing of its batch runs before that.' })),
   action: Type.Optional(Type.Object({
     projection: Type.Optional(Type.String({ minLength: 1, maxLength: 65536 })),
     maxModelReceiptChars: Type.Optional(Type.Integer({ minimum: 2, maximum: 1_048_576, default: 4096 }))

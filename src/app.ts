@@ -31,6 +31,7 @@ import { findUiDir, uiRoutes } from '../routes/ui.js'
 import { mcpServerRoutes } from '../routes/mcp-servers.js'
 import { McpServerView } from '../schemas/mcp-server.js'
 import { uncertainRoutes } from '../routes/uncertain.js'
+import { approvalRoutes } from '../routes/approvals.js'
 import { registerOpenApi } from './http/openapi.js'
 
 declare module 'fastify' {
@@ -119,6 +120,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   else if (config.ui) logger.warn('The operator page is not served: its files (ui/ beside dist/) are missing')
   await app.register(mcpServerRoutes, { services })
   await app.register(uncertainRoutes, { services })
+  await app.register(approvalRoutes, { services })
 
   app.addHook('onClose', async () => { await services.close() })
   return app

@@ -39,6 +39,7 @@ export const SETTINGS = {
   metricsAuth: { env: 'TOOLGATE_METRICS_AUTH', default: false, help: 'Require the operator role for GET /metrics.', spec: { kind: 'bool' } },
   ui: { env: 'TOOLGATE_UI', default: true, help: 'Serve the operator page at /ui (static files; what it shows comes from the API, with the key the visitor signs in with).', spec: { kind: 'bool' } },
   store: { env: 'TOOLGATE_STORE', default: 'memory', help: "'memory', or a redis:// URL to share state between replicas.", spec: { kind: 'string' } },
+  approvalTtlSeconds: { env: 'TOOLGATE_APPROVAL_TTL_SECONDS', default: 3600, help: 'A call waiting for a person longer than this is denied (approval_expired) and its batch runs.', spec: int(1, 31 * 24 * 3600) },
   leaseMs: { env: 'TOOLGATE_LEASE_MS', default: 30000, help: "How long a batch holds its run's lease without renewal (renewed every third of it); a replica that dies mid-batch frees the run after this long.", spec: int(2000, 3_600_000) },
   shutdownTimeoutMs: { env: 'TOOLGATE_SHUTDOWN_TIMEOUT_MS', default: 30000, help: 'On SIGTERM, how long batches in flight may take to finish before the process exits.', spec: int(0, 3_600_000) },
   requestTimeoutMs: { env: 'TOOLGATE_REQUEST_TIMEOUT_MS', default: 0, help: 'Node HTTP request timeout; 0 leaves it off (batches may legitimately run long).', spec: int(0, 3_600_000) },

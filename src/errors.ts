@@ -20,6 +20,7 @@ export const ERRORS = {
   run_not_active: { status: 409, title: 'The run is not active' },
   operation_not_uncertain: { status: 409, title: 'The operation is not an unresolved uncertain write' },
   no_status_url: { status: 409, title: "The operation's tool has no executor.statusUrl to ask" },
+  approval_not_pending: { status: 409, title: 'The call is not waiting for a decision' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
   unsupported_media_type: { status: 415, title: 'The request body must be JSON' },
   batch_id_reused: { status: 422, title: 'The batch id was used for other calls' },

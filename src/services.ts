@@ -16,6 +16,7 @@ import { createAuthorizer } from './auth/authorizer.js'
 import { McpServers } from './mcp/servers.js'
 import type { ReconnectPolicy } from './mcp/connection.js'
 import { UncertainWrites, type UncertainWritesOptions } from './uncertain/service.js'
+import { ApprovalService } from './approvals/service.js'
 
 /** Everything the routes use; built once per app instance. */
 export interface Services {
@@ -27,6 +28,7 @@ export interface Services {
   mcp: McpServers
   engine: BatchEngine
   runs: RunService
+  approvals: ApprovalService
   keys: KeyRing
   telemetry: TelemetryHandle
   replicaId: string
@@ -48,7 +50,14 @@ export interface ServiceOverrides {
   mcpReconnect?: ReconnectPolicy
   /** Recovery's clock and attempt hook (tests). */
   uncertain?: Pick<UncertainWritesOptions, 'clock' | 'onRecoveryAttempt'>
+  /** The clock of approvals (requests, decisions, expiry); tests move it by hand. */
+  approvalClock?: () => number
+  /** How often this replica sweeps for expired approvals; 0 leaves it to `approvals.sweep()`. @default 1000 */
+  approvalSweepMs?: number
 }
+
+/** How often each replica looks for approvals past their time: a call expires at most this late. */
+const APPROVAL_SWEEP_MS = 1000
 
 
 export function createServices (config: Config, logger: Logger, overrides: ServiceOverrides = {}): Services {
@@ -81,14 +90,27 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     maxArgumentBytes: config.maxArgumentBytes,
     slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats),
-    uncertain
+    uncertain,
+    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, now: overrides.approvalClock ?? Date.now }
+  })
+  const approvals = new ApprovalService({
+    store,
+    engine,
+    tools,
+    authorizer,
+    registry: telemetry.metrics.registry,
+    logger,
+    maxArgumentBytes: config.maxArgumentBytes,
+    now: overrides.approvalClock ?? Date.now,
+    sweepIntervalMs: overrides.approvalSweepMs ?? APPROVAL_SWEEP_MS
   })
   const runs = new RunService({
     store,
     engine,
     runTtlMs,
     maxConcurrentTools: config.maxConcurrentTools,
-    onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout')
+    onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout'),
+    onCancelledWaiting: (runId) => approvals.settleCancelled(runId)
   })
   const services: Services = {
     config,
@@ -98,12 +120,14 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     mcp,
     engine,
     runs,
+    approvals,
     keys: overrides.keys ?? new KeyRing(),
     telemetry,
     replicaId,
     uncertain,
     draining: false,
     async close () {
+      approvals.close()
       engine.close()
       await mcp.close()
       await uncertain.close()

@@ -3,8 +3,8 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { sha256 } from '../repeat/sha256.js'
 import { readStructuredFile } from '../tools/load.js'
 
-export type Role = 'orchestrator' | 'admin' | 'operator'
-export const ROLES: readonly Role[] = ['orchestrator', 'admin', 'operator']
+export type Role = 'orchestrator' | 'admin' | 'operator' | 'approver'
+export const ROLES: readonly Role[] = ['orchestrator', 'admin', 'operator', 'approver']
 
 /** Who is calling: resolved from the API key once per request. */
 export interface Principal {

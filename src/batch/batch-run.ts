@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks'
+import { holdBatch } from '../approvals/hold.js'
+import { deniedResult, recordDecisions } from '../approvals/results.js'
 import { executorBodyPrefix } from '../dispatch/executor-body.js'
 import { type EventRecorder, round } from '../events/recorder.js'
 import { IsoTime } from '../events/iso-time.js'
@@ -94,13 +96,15 @@ export class BatchRun implements RunnerHooks {
   async execute (): Promise<BatchAnswer> {
     const req = this.#req
     const observer = this.#observer
-    this.#recorder.emit({ type: 'batch.started', size: req.calls.length })
+    // A batch taken up after approvals started when it was first sent; its calls were prepared then.
+    const taken = req.approvals
+    if (taken === undefined) this.#recorder.emit({ type: 'batch.started', size: req.calls.length })
     const deadline = this.#startDeadline()
     try {
       this.#preparedAt = PREPARED_TIMES.at(Date.now())
       const options = this.#run.options
       const preparing = performance.now()
-      const outcomes = req.incomplete === true ? rejectIncomplete(req.calls) : await prepareBatch(req.calls, this.#deps.tools, {
+      const outcomes = taken?.outcomes ?? (req.incomplete === true ? rejectIncomplete(req.calls) : await prepareBatch(req.calls, this.#deps.tools, {
         runId: req.runId,
         tenant: req.tenant,
         allowedTools: options.tools === null ? null : new Set(options.tools),
@@ -109,7 +113,7 @@ export class BatchRun implements RunnerHooks {
         // Parsed from this request's body and hashed already (identifyCalls): nothing else reads them.
         argumentsOwned: true,
         argumentTexts: this.#calls.argumentTexts
-      }, this.#deps.authorizer)
+      }, this.#deps.authorizer))
       const preparationMs = performance.now() - preparing
       if (preparationMs > (this.#deps.slowPreparationMs ?? Infinity)) observer.preparationSlow(preparationMs)
       // One serialization of the arguments gives the fingerprint and, mostly, the executor's body too:
@@ -124,6 +128,11 @@ export class BatchRun implements RunnerHooks {
       }
       this.#argumentTexts = argumentTexts
       this.#fingerprints = fingerprints
+      // Approval is preparation's last stage: a batch with a call to approve stops here, answered 202.
+      if (taken === undefined && !this.#controller.aborted) {
+        const held = await holdBatch({ deps: this.#deps, req, turn: this.#turn, requestHash: this.#calls.requestHash, events: this.#recorder.events, observer, startedAt: this.#t0 }, outcomes)
+        if (held !== null) return held
+      }
 
       const admitted = await this.#deps.store.updateRun(req.runId, (r) => this.#admit(r, outcomes))
       // A string: the run left `active` during preparation (cancel, DELETE) and nothing may start.
@@ -171,7 +180,8 @@ export class BatchRun implements RunnerHooks {
       const tool = o.tool?.name ?? o.requestedName
       let settled: CallResult | null = null
       if (decision === undefined) {
-        settled = cancelledResult(o, notActiveReason)
+        // A rejection answered while the batch waited for approvals stays one.
+        settled = !o.ok && this.#req.approvals !== undefined ? rejectedResult(o) : cancelledResult(o, notActiveReason)
       } else if (decision.kind === 'terminated') {
         settled = terminatedResult(o, decision.reason)
         if (decision.count !== null) {
@@ -184,8 +194,11 @@ export class BatchRun implements RunnerHooks {
           observer.repeatDetected({ callId: o.id, tool, known: o.tool !== null, epoch: null }, 'advisory', decision.advisory)
           this.#policyMessages.push({ type: 'agent_policy', content: policyMessage(tool, decision.advisory) })
         }
+        const approval = this.#req.approvals?.decisions[i]
         const held = this.#held[i]
-        if (o.ok && held?.kind === 'blocked') {
+        if (o.ok && approval?.approve === false) {
+          settled = deniedResult(o, approval)
+        } else if (o.ok && held?.kind === 'blocked') {
           stats.blockedCalls++
           settled = blockedByUncertainty(o, held.by)
         } else if (o.ok) {
@@ -262,6 +275,8 @@ export class BatchRun implements RunnerHooks {
     const argumentsJson = args.plain ? args.text : undefined
     if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
     const ctx: ActionContext = { ...this.#context, store: this.#deps.store, tenant: this.#req.tenant, onProjectionFailed: (problem) => this.#observer.projectionFailed(callInfo, problem) }
+    const approvedAt = this.#req.approvals?.decisions[call.index]?.at
+    if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
     return (held?.kind === 'retry' ? retryAction : dispatchAction)(ctx, call, opId, this.#preparedAt, headers, argumentsJson)
   }
 
@@ -333,6 +348,7 @@ export class BatchRun implements RunnerHooks {
     const reason = signal.aborted ? String(signal.reason) : null
     const wallMs = performance.now() - this.#t0
     stats.wallTimeMs += wallMs
+    if (req.approvals !== undefined) recordDecisions(results, req.approvals.decisions, stats)
     for (const r of results) {
       if (r === PENDING) throw new Error('a call of the batch never settled')
       stats.callsByStatus[r.status] = (stats.callsByStatus[r.status] ?? 0) + 1
@@ -351,6 +367,8 @@ export class BatchRun implements RunnerHooks {
         terminatedNow = true
       }
       r.stats = addStats(r.stats ?? emptyStats(), stats)
+      // Its answer is about to be stored: a batch that waited for approvals leaves the record.
+      if (r.waiting?.batchId === req.batchId) r.waiting = null
       return { state: r.state, terminationReason: r.terminationReason, terminatedNow, uncertain: kept }
     })
     const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false, uncertain: undefined }
@@ -365,6 +383,7 @@ export class BatchRun implements RunnerHooks {
       runId: req.runId,
       batchId: req.batchId,
       turn: this.#turn,
+      state: 'completed',
       results,
       events: this.#recorder.events,
       policyMessages: this.#policyMessages,

@@ -22,6 +22,8 @@ export interface ActionContext extends DispatchContext {
   store: Store
   tenant: string
   onProjectionFailed?: (problem: string) => void
+  /** When a person approved the call (SPEC section 13), for the receipt's timeline. */
+  approvedAt?: string
 }
 
 /** Why a pending receipt's outcome is unknown: the dispatch that wrote it never recorded an answer (its replica died, or the store failed). */
@@ -126,7 +128,9 @@ export function pendingReceipt (ctx: ActionContext, call: PreparedCall, operatio
     status: 'uncertain',
     result: { error: 'outcome_unknown', cause: NO_ANSWER_RECORDED },
     stateRevision: null,
-    timeline: [{ event: 'prepared', at: preparedAt }, { event: 'dispatched', at: dispatchedAt }],
+    timeline: ctx.approvedAt === undefined
+      ? [{ event: 'prepared', at: preparedAt }, { event: 'dispatched', at: dispatchedAt }]
+      : [{ event: 'prepared', at: preparedAt }, { event: 'approved', at: ctx.approvedAt }, { event: 'dispatched', at: dispatchedAt }],
     dispatch: { disposition: 'dispatched', attempts: 1 },
     timing: { dispatchedAt, completedAt: dispatchedAt, durationMs: 0 }
   }

@@ -1,5 +1,8 @@
 import { performance } from 'node:perf_hooks'
 import type { Executor } from '../dispatch/executor.js'
+import { type ApprovalSettings, awaitingResponse } from '../approvals/hold.js'
+import type { WaitingBatch } from '../approvals/types.js'
+import { type RestoredApprovals, hasPending, restoreOutcomes } from '../approvals/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
 import { EventRecorder } from '../events/recorder.js'
@@ -8,7 +11,7 @@ import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import type { RawCall } from '../prepare/types.js'
 import { type CanonicalText, canonicalJson, canonicalText } from '../repeat/fingerprint.js'
 import { sha256 } from '../repeat/sha256.js'
-import { deadlinePassed } from '../runs/deadline.js'
+import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
 import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
 import { StopSwitch } from '../schedule/types.js'
 import { type BatchIdEntry, type Store, holds } from '../store/types.js'
@@ -38,6 +41,8 @@ export interface EngineDeps {
   onStats?: (stats: RunStats) => void
   /** Retry safety across turns (SPEC section 14): told what each batch added and resolved. */
   uncertain?: UncertainWrites
+  /** Batches with a call of a tool that requires approval wait for decisions (src/approvals); unset, nothing is held. */
+  approvals?: ApprovalSettings
 }
 
 export interface BatchRequest {
@@ -62,11 +67,15 @@ export interface BatchRequest {
   /** The caller's W3C trace context, continued by the batch's spans. */
   traceparent?: string
   tracestate?: string
+  /** A batch taken up after it waited for approvals: its calls as prepared, and the decisions on them. */
+  approvals?: RestoredApprovals
 }
 
 type Begin =
-  | { kind: 'started', run: RunRecord, turn: number }
+  | { kind: 'started', run: RunRecord, turn: number, waiting?: WaitingBatch }
   | { kind: 'replay' }
+  /** The batch waits for approvals: a resend answers where it stands. */
+  | { kind: 'waiting', body: string }
   | { kind: 'reused' }
   | { kind: 'busy' }
   | { kind: 'not_found' }
@@ -78,9 +87,14 @@ export interface BatchAnswer {
   body: string
   /** The stored answer of a batch sent before. */
   replayed: boolean
+  /** 202 while the batch waits for approvals; 200 when absent. */
+  status?: 200 | 202
   /** runId, batchId and, for a batch that ran, turn, calls and outcome (the request's line has the duration); never arguments. */
   log: LineFields
 }
+
+/** A waiting batch after `takeUpWaiting`'s step: `start` when this replica took its lease and must run it. */
+export interface TakenUp<T> { value: T, start: boolean, waiting: WaitingBatch, run: RunRecord }
 
 /** A running batch's cancel switch. */
 interface Control { controller: StopSwitch, batchId: string }
@@ -140,6 +154,8 @@ export class BatchEngine {
       case 'not_active':
         if (begin.kind === 'not_active' && begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId)
         throw refusal(begin, req)
+      case 'waiting':
+        return { body: begin.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
         if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
@@ -159,17 +175,68 @@ export class BatchEngine {
    * action is sent twice.
    */
   async #resume (req: BatchRequest, calls: IdentifiedCalls): Promise<BatchAnswer> {
-    const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Begin, { kind: 'started' | 'busy' | 'not_active' }> => {
+    const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Begin, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
       if (run.tenant !== req.tenant) throw notFound(req.runId)
       const now = Date.now()
+      if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
       if (run.inFlight !== null && run.inFlight.leaseExpiresAt > now) return { kind: 'busy' }
       if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
       run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
+      // Taken up after approvals, then its replica died: it runs again from its decisions, not from a new hold.
+      if (run.waiting?.batchId === req.batchId) return { kind: 'started', run, turn: run.waiting.turn, waiting: structuredClone(run.waiting) }
       return { kind: 'started', run, turn: run.counters.turns }
     })
     const begin = resumed.found ? resumed.value : { kind: 'not_found' as const }
+    if (begin.kind === 'waiting') return { body: begin.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
+    if (begin.kind === 'started' && begin.waiting !== undefined) return await this.#runWaiting(begin.run, begin.waiting, req.onEvent, req.signal)
     if (begin.kind === 'started') return await this.#run(req, begin.run, begin.turn, calls)
     throw refusal(begin, req)
+  }
+
+  /**
+   * Takes up a batch that waits for approvals, from any request on any
+   * replica (src/approvals). `step` runs inside the run's atomic update with
+   * the waiting batch (decisions, expiry; a throw changes nothing); when no
+   * held call is left pending, or the run is no longer active, this replica
+   * takes the lease (`start`): the caller then runs it with `runTaken`.
+   * Undefined when the run has no such waiting batch.
+   */
+  async takeUpWaiting<T> (runId: string, batchId: string, step: (run: RunRecord, waiting: WaitingBatch) => T): Promise<TakenUp<T> | undefined> {
+    const { store, replicaId, leaseMs } = this.#deps
+    const taken = await store.updateRun(runId, (run) => {
+      const w = run.waiting
+      if (w == null || w.batchId !== batchId) return undefined
+      const value = step(run, w)
+      const now = Date.now()
+      const timedOut = applyDeadline(run, now)
+      let start = false
+      if (w.phase === 'awaiting' && (!hasPending(w) || run.state !== 'active')) {
+        w.phase = 'running'
+        run.inFlight = { batchId, owner: replicaId, leaseExpiresAt: now + leaseMs }
+        start = true
+      }
+      return { value, start, timedOut, waiting: structuredClone(w), run }
+    })
+    if (!taken.found || taken.value === undefined) return undefined
+    const { timedOut, ...rest } = taken.value
+    if (timedOut) this.#deps.telemetry.runTerminated?.(runId, 'timeout', batchId)
+    return rest
+  }
+
+  /** Runs a waiting batch this replica took up (`takeUpWaiting` answered `start`): its completed answer. */
+  async runTaken (taken: TakenUp<unknown>, onEvent?: (event: BatchEvent) => void): Promise<BatchAnswer> {
+    return await this.#runWaiting(taken.run, taken.waiting, onEvent)
+  }
+
+  /** Runs a batch taken up after it waited, from its stored calls and decisions; the caller took the lease. */
+  async #runWaiting (run: RunRecord, w: WaitingBatch, onEvent?: (event: BatchEvent) => void, signal?: AbortSignal): Promise<BatchAnswer> {
+    const approvals = restoreOutcomes(w, this.#deps.tools)
+    const req: BatchRequest = { runId: run.runId, tenant: run.tenant, scopes: new Set(w.scopes), batchId: w.batchId, calls: w.calls, approvals }
+    if (w.format !== undefined) req.format = w.format
+    if (onEvent !== undefined) req.onEvent = onEvent
+    if (signal !== undefined) req.signal = signal
+    const calls: IdentifiedCalls = { requestHash: w.requestHash, argumentTexts: approvals.outcomes.map((o) => canonicalText(o.arguments ?? null)) }
+    return await this.#run(req, run, w.turn, calls)
   }
 
   /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
@@ -181,10 +248,12 @@ export class BatchEngine {
     const leased = run.inFlight !== null && run.inFlight.leaseExpiresAt > now
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
+      if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
       return leased && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay' }
     }
     if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
-    if (leased) return { kind: 'busy' }
+    // A batch waiting for approvals holds the run, whatever its lease says (the sweep expires it).
+    if (leased || run.waiting?.phase === 'awaiting') return { kind: 'busy' }
     const { limits } = run.options
     let stop: TerminationReason | null = null
     if (deadlinePassed(run, now)) stop = 'timeout'
@@ -197,6 +266,8 @@ export class BatchEngine {
     }
     run.counters.turns++
     run.counters.totalTokens += tokens
+    // A batch taken up after approvals whose replica died, and never resent: this batch replaces it.
+    if (run.waiting != null) run.waiting = null
     entry.requestHash = requestHash
     run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
     return { kind: 'started', run, turn: run.counters.turns }
@@ -213,6 +284,7 @@ export class BatchEngine {
     req.signal?.addEventListener('abort', onClientGone, { once: true })
     if (req.signal?.aborted === true) controller.abort('client_gone')
     const recorder = new EventRecorder(run.options.events, req.onEvent)
+    if (req.approvals !== undefined) recorder.continueFrom(req.approvals.events)
     const info: BatchInfo = { runId: req.runId, batchId: req.batchId, tenant: req.tenant, turn, calls: req.calls.length, mode: run.options.toolExecution }
     // The caller's trace context, when it sent one, continues in the batch's spans.
     if (req.traceparent !== undefined) info.traceparent = req.traceparent
@@ -274,7 +346,7 @@ export class BatchEngine {
 const MIN_RENEWAL_MS = 100
 
 /** The problem a batch that does not start answers. */
-function refusal (begin: Exclude<Begin, { kind: 'started' | 'replay' }>, req: BatchRequest): ProblemError {
+function refusal (begin: Exclude<Begin, { kind: 'started' | 'replay' | 'waiting' }>, req: BatchRequest): ProblemError {
   switch (begin.kind) {
     case 'not_found': return notFound(req.runId)
     case 'busy': return new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')

@@ -1,7 +1,7 @@
 import type { Receipt } from '../receipts/types.js'
 
 /** A call's status in the batch response (SPEC section 4). */
-export type CallStatus = 'ok' | 'error' | 'rejected' | 'uncertain' | 'blocked' | 'cancelled' | 'terminated' | 'projection_failed'
+export type CallStatus = 'ok' | 'error' | 'rejected' | 'uncertain' | 'blocked' | 'cancelled' | 'terminated' | 'projection_failed' | 'denied'
 
 
 /** One call's result, in source order. */
@@ -41,6 +41,7 @@ export interface CallDetails {
 export interface BatchEvent {
   seq: number
   type: 'batch.started' | 'epoch.started' | 'call.started' | 'call.completed' | 'epoch.settled' | 'tool.repeat_detected' | 'run.terminated' | 'batch.completed'
+    | 'batch.awaiting_approval' | 'call.awaiting_approval' | 'call.approved' | 'call.denied'
   at: string
   callId?: string
   tool?: string
@@ -60,6 +61,8 @@ export interface BatchResponse {
   runId: string
   batchId: string
   turn: number
+  /** `completed`; a batch held for approvals answers `awaiting_approval` (src/approvals). */
+  state: 'completed'
   results: CallResult[]
   events: BatchEvent[]
   policyMessages: PolicyMessage[]

@@ -25,6 +25,12 @@ export class EventRecorder implements BatchObserver {
     this.#listener = listener
   }
 
+  /** Continues a batch taken up after it waited (src/approvals): its events so far, numbered, come first. */
+  continueFrom (events: readonly BatchEvent[]): void {
+    this.events.push(...events)
+    this.#seq = events.at(-1)?.seq ?? this.#seq
+  }
+
   /** Numbers the host's events 1, 2, 3… in the order they happen; internal ones are not kept. */
   emit (event: Omit<BatchEvent, 'seq' | 'at'>): BatchEvent | undefined {
     if (!this.#lifecycle && LIFECYCLE.has(event.type)) return undefined

@@ -18,6 +18,8 @@ export interface RunServiceOptions {
   maxConcurrentTools: number
   /** A run this service found past its timeoutMs and terminated: counted and logged. */
   onTimedOut?: (runId: string) => void
+  /** A run cancelled while a batch of it waited for approvals: that batch is answered, every held and waiting call `cancelled` (src/approvals). */
+  onCancelledWaiting?: (runId: string) => Promise<void>
 }
 
 /** Run life cycle behind the routes: create, read, end, cancel, messages. */
@@ -84,6 +86,7 @@ export class RunService {
     if (result.value.timedOut) this.#o.onTimedOut?.(runId)
     // The state is stored: a replica that misses this message sees it at its batch's next lease renewal.
     await this.#o.store.publishCancel(runId, 'cancelled').catch(() => {})
+    if (result.value.run.waiting?.phase === 'awaiting') await this.#o.onCancelledWaiting?.(runId)
     return this.view(result.value.run)
   }
 

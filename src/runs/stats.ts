@@ -28,5 +28,11 @@ export function addStats (total: RunStats, b: RunStats): RunStats {
   total.projectionFailures += b.projectionFailures
   total.uncertainWrites += b.uncertainWrites
   total.blockedCalls += b.blockedCalls
+  if (b.approvals !== undefined) {
+    const a = total.approvals ?? (total.approvals = { approved: 0, denied: 0, expired: 0 })
+    a.approved += b.approvals.approved
+    a.denied += b.approvals.denied
+    a.expired += b.approvals.expired
+  }
   return total
 }

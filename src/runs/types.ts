@@ -1,3 +1,4 @@
+import type { WaitingBatch } from '../approvals/types.js'
 import type { ToolExecutionMode } from '../schedule/types.js'
 import type { Uncertainty } from '../uncertain/types.js'
 
@@ -58,6 +59,8 @@ export interface RunStats {
   projectionFailures: number
   uncertainWrites: number
   blockedCalls: number
+  /** Decisions on held calls (SPEC section 13); absent in figures from before approvals existed. */
+  approvals?: { approved: number, denied: number, expired: number }
 }
 
 /** The batch holding a run's lease. */
@@ -90,6 +93,8 @@ export interface RunRecord {
    */
   admitted: { batchId: string, repeat: RepeatState, toolCalls: number } | null
   inFlight: InFlight | null
+  /** The batch waiting for approvals, until its answer is stored (src/approvals). */
+  waiting?: WaitingBatch | null
   stats: RunStats | null
   /** Unresolved uncertain writes (SPEC section 14); absent until the run has one. */
   uncertain?: Uncertainty[]

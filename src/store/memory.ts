@@ -45,6 +45,8 @@ export class MemoryStore implements Store {
   /** Operation id of an unresolved uncertain write → its run; entries go with the run. */
   readonly #uncertainRuns = new Map<string, string>()
   readonly #locks = new Map<string, { owner: string, until: number }>()
+  /** Runs whose record holds a waiting batch. */
+  readonly #waiting = new Set<string>()
   #timer: NodeJS.Timeout | null = null
 
   constructor (opts: MemoryStoreOptions) {
@@ -106,6 +108,8 @@ export class MemoryStore implements Store {
     const run = this.#runs.get(runId)
     if (run === undefined) return { found: false }
     const value = fn(run)
+    if (run.waiting != null) this.#waiting.add(runId)
+    else if (this.#waiting.size > 0) this.#waiting.delete(runId)
     run.lastActiveAt = this.#opts.now()
     this.#runs.delete(runId)
     this.#runs.set(runId, run)
@@ -236,6 +240,15 @@ export class MemoryStore implements Store {
     if (this.#locks.get(name)?.owner === owner) this.#locks.delete(name)
   }
 
+  async waitingRuns (): Promise<RunRecord[]> {
+    const out: RunRecord[] = []
+    for (const runId of this.#waiting) {
+      const run = this.#runs.get(runId)
+      if (run?.waiting != null) out.push(run)
+    }
+    return out
+  }
+
   async countRuns (): Promise<{ total: number, active: number, inFlight: number }> {
     let active = 0
     let inFlight = 0
@@ -306,6 +319,7 @@ export class MemoryStore implements Store {
   #remove (runId: string): void {
     for (const u of this.#runs.get(runId)?.uncertain ?? []) this.#uncertainRuns.delete(u.operationId)
     this.#runs.delete(runId)
+    this.#waiting.delete(runId)
     this.#ended.delete(runId)
     this.#batches.delete(runId)
     const now = this.#opts.now()

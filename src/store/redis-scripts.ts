@@ -74,11 +74,13 @@ return 1
 
 /**
  * Compare-and-set of a run record on its version.
- * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant.
+ * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant, idx:waiting.
  * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
  * receipt retention, receipt slack, '1' to drop the batch ids and records,
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
- * and a batch id to record (its batchId and hash; '' for none). The version
+ * a batch id to record (its batchId and hash; '' for none), and the run's
+ * place in idx:waiting (its waiting batch's expiry, '-' to leave it, '' when
+ * neither the record read nor the one written holds a waiting batch). The version
  * covers the batch ids: a batch id is recorded only in the write that bumps it.
  * Answers 1 when written, 0 when the run is gone, and when another write came
  * first the version and record it left, so the writer can try again at once.
@@ -103,6 +105,7 @@ else
   redis.call('PEXPIRE', KEYS[3], ttl)
 end
 index(5, ARGV[5], exp, ARGV[6], ARGV[7])
+if ARGV[16] == '-' then redis.call('ZREM', KEYS[10], ARGV[5]) elseif ARGV[16] ~= '' then redis.call('ZADD', KEYS[10], ARGV[16], ARGV[5]) end
 local retention = tonumber(ARGV[8])
 local rx = tonumber(redis.call('HGET', KEYS[1], 'rx') or '0')
 if rx < exp + retention then

@@ -260,6 +260,26 @@ export class RedisStore implements Store {
     await this.#eval(UNLOCK, [this.#key('lock', name)], [owner])
   }
 
+  async waitingRuns (): Promise<RunRecord[]> {
+    const index = this.#key('idx', 'waiting')
+    const ids = await this.#call(() => this.#redis.zrange(index, 0, -1))
+    const out: RunRecord[] = []
+    for (let i = 0; i < ids.length; i += LIST_CHUNK) {
+      const chunk = ids.slice(i, i + LIST_CHUNK)
+      const values = await this.#call(() => Promise.all(chunk.map((id) => this.#redis.hget(this.#key('run', id), 'r'))))
+      for (const [j, json] of values.entries()) {
+        if (json === null) {
+          // The run expired or was evicted with its waiting batch: its entry goes too.
+          await this.#call(() => this.#redis.zrem(index, chunk[j]!))
+          continue
+        }
+        const run = JSON.parse(json) as RunRecord
+        if (run.waiting != null) out.push(run)
+      }
+    }
+    return out
+  }
+
   /**
    * From the run indexes, exact up to clock skew between replicas: `inFlight`
    * counts runs whose lease is still valid (a dead replica's run stops
@@ -343,9 +363,10 @@ export class RedisStore implements Store {
         const { entry } = beside
         if (entry !== undefined) entry.requestHash = hash
         const run = JSON.parse(json) as RunRecord
+        const waited = run.waiting != null
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
-        const written = await this.#write(run, version, beside, entry?.requestHash !== hash ? entry : undefined)
+        const written = await this.#write(run, version, beside, entry?.requestHash !== hash ? entry : undefined, waited)
         if (written.kind === 'ok') {
           this.#remember(run, written.json, nextVersion(version))
           return { found: true, value }
@@ -410,16 +431,17 @@ export class RedisStore implements Store {
   }
 
   /** The compare-and-set; `recorded` is `beside.entry` when `fn` recorded its batch id. */
-  async #write (run: RunRecord, version: string, beside: Beside, recorded: Beside['entry']): Promise<Write> {
+  async #write (run: RunRecord, version: string, beside: Beside, recorded: Beside['entry'], waited: boolean): Promise<Write> {
     const now = this.#opts.now()
     const { record } = beside
     const json = JSON.stringify(run)
     const answer = await this.#eval(UPDATE_RUN,
-      [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('batchids', run.runId), this.#key('journal', run.runId), ...this.#indexKeys(run.tenant)],
+      [this.#key('run', run.runId), this.#key('batches', run.runId), this.#key('batchids', run.runId), this.#key('journal', run.runId), ...this.#indexKeys(run.tenant), this.#key('idx', 'waiting')],
       [version, json, now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, beside.dropBatches === true ? '1' : '0', this.#key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
-        recorded?.batchId ?? '', recorded?.requestHash ?? ''])
+        recorded?.batchId ?? '', recorded?.requestHash ?? '',
+        run.waiting != null ? String(run.waiting.expiresAt) : waited ? '-' : ''])
     if (answer === 1) return { kind: 'ok', json }
     if (answer === 0) return { kind: 'gone' }
     const [won, wonJson] = Array.isArray(answer) ? answer as unknown[] : []

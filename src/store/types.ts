@@ -1,6 +1,7 @@
 import type { Receipt } from '../receipts/types.js'
 import type { RunRecord } from '../runs/types.js'
 import { resetRepeats } from '../repeat/tracker.js'
+import { WAITING_OWNER } from '../approvals/types.js'
 
 /** The stored answer of a finished batch, replayed on resubmission. */
 export interface BatchRecord {
@@ -163,6 +164,13 @@ export interface Store {
   /** Releases a lock, only if `owner` holds it. */
   unlock (name: string, owner: string): Promise<void>
 
+  /**
+   * Runs whose record holds a waiting batch (`RunRecord.waiting`, src/approvals),
+   * of every tenant: for the approvals inbox and the expiry sweep. Kept in
+   * step with the records by every update, atomically.
+   */
+  waitingRuns (): Promise<RunRecord[]>
+
   /** Every run currently held, for the aggregate summary and gauges. */
   countRuns (): Promise<{ total: number, active: number, inFlight: number }>
 
@@ -230,6 +238,9 @@ export function markEnded (run: RunRecord, at: number): RunRecord {
   run.terminationReason = 'ended'
   run.repeat = resetRepeats()
   run.admitted = null
+  // A batch waiting for approvals goes with the run's other batches; no replica holds its lease.
+  if (run.waiting != null) run.waiting = null
+  if (run.inFlight?.owner === WAITING_OWNER) run.inFlight = null
   run.lastActiveAt = at
   return run
 }

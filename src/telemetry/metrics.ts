@@ -3,7 +3,7 @@ import { FastHistogram } from './histogram.js'
 import type { Store } from '../store/types.js'
 import type { BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './types.js'
 
-const BATCH_OUTCOMES: readonly BatchOutcome[] = ['completed', 'terminated', 'cancelled', 'closed', 'error']
+const BATCH_OUTCOMES: readonly BatchOutcome[] = ['completed', 'terminated', 'cancelled', 'closed', 'error', 'awaiting_approval']
 
 /** Label used for calls whose tool name resolved to nothing, so model typos cannot grow the label set. */
 export const UNKNOWN_TOOL_LABEL = '(unknown)'
@@ -43,7 +43,7 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry })
     this.batches = new Counter({
       name: 'toolgate_batches_total',
-      help: 'Batches answered, by outcome (completed, terminated, cancelled, closed, error).',
+      help: 'Batches answered, by outcome (completed, terminated, cancelled, closed, error, awaiting_approval).',
       labelNames: ['outcome'],
       registers,
       collect: () => {

@@ -17,6 +17,8 @@ export interface Summary {
   projectionFailures: number
   uncertainWrites: number
   blockedCalls: number
+  /** Decisions on calls held for a person: approved, denied, expired. */
+  approvals: { approved: number, denied: number, expired: number }
 }
 
 export function summarize (stats: RunStats | null, turns: number): Summary {
@@ -36,7 +38,8 @@ export function summarize (stats: RunStats | null, turns: number): Summary {
     repeatTerminations: s.repeatTerminations,
     projectionFailures: s.projectionFailures,
     uncertainWrites: s.uncertainWrites,
-    blockedCalls: s.blockedCalls
+    blockedCalls: s.blockedCalls,
+    approvals: { ...(s.approvals ?? { approved: 0, denied: 0, expired: 0 }) }
   }
 }
 

@@ -53,7 +53,7 @@ export interface BatchObserver {
 }
 
 /** How a batch ended, for metrics and logs. */
-export type BatchOutcome = 'completed' | 'terminated' | 'cancelled' | 'closed' | 'error'
+export type BatchOutcome = 'completed' | 'terminated' | 'cancelled' | 'closed' | 'error' | 'awaiting_approval'
 
 /** Makes the observers of one batch. */
 export interface Telemetry {

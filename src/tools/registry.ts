@@ -160,7 +160,8 @@ export class ToolRegistry implements ToolLookup {
       aliases: def.aliases ?? [],
       argumentAliases: def.argumentAliases ?? {},
       rewrite: def.rewrite ?? [],
-      requiredScopes: def.requiredScopes ?? []
+      requiredScopes: def.requiredScopes ?? [],
+      requiresApproval: def.requiresApproval ?? false
     }
     if (def.conflictKey !== undefined) definition.conflictKey = def.conflictKey
     if (def.action !== undefined) definition.action = { ...def.action, maxModelReceiptChars: action!.maxModelReceiptChars }
@@ -182,6 +183,7 @@ export class ToolRegistry implements ToolLookup {
       rewrite: definition.rewrite,
       requiredScopes: definition.requiredScopes,
       action,
+      requiresApproval: definition.requiresApproval,
       validate,
       preparesInPlace: preparesInPlace(definition.inputSchema, definition.rewrite.length > 0),
       definition

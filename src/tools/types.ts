@@ -28,6 +28,7 @@ export interface ToolDefinition {
   rewrite?: RewriteRule[]
   requiredScopes?: string[]
   action?: { projection?: string, maxModelReceiptChars?: number }
+  requiresApproval?: boolean
 }
 
 /** One piece of a compiled conflict-key template: literal text or a JSON pointer. */
@@ -54,6 +55,8 @@ export interface Tool {
   readonly rewrite: readonly RewriteRule[]
   readonly requiredScopes: readonly string[]
   readonly action: { readonly projection: Projection | null, readonly maxModelReceiptChars: number } | null
+  /** A person approves each call before it runs (SPEC section 13). */
+  readonly requiresApproval: boolean
   /** Validates and fills schema defaults in place (Ajv `useDefaults`). */
   readonly validate: ValidateFunction
   /**

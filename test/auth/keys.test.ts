@@ -179,7 +179,7 @@ t.test('a bad keys document is refused with every problem listed, each at its pl
     /^\/other: unknown member$/,
     /^\/keys\/0\/key: /,
     /^\/keys\/0\/tenant: /,
-    /^\/keys\/0\/roles\/0: must be one of orchestrator, admin, operator$/,
+    /^\/keys\/0\/roles\/0: must be one of orchestrator, admin, operator, approver$/,
     /^\/keys\/1\/roles: /,
     /^\/keys\/1: give exactly one of "key" or "sha256"$/,
     /^\/keys\/2\/extra: /,

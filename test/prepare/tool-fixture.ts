@@ -27,6 +27,7 @@ export function makeTool (def: Partial<ToolDefinition> & { name: string }): Tool
     argumentAliases: {},
     rewrite: [],
     requiredScopes: [],
+    requiresApproval: false,
     ...def
   }
   return {
@@ -44,6 +45,7 @@ export function makeTool (def: Partial<ToolDefinition> & { name: string }): Tool
     rewrite: definition.rewrite,
     requiredScopes: definition.requiredScopes,
     action: null,
+    requiresApproval: definition.requiresApproval ?? false,
     validate: ajv.compile(definition.inputSchema),
     preparesInPlace: preparesInPlace(definition.inputSchema, definition.rewrite.length > 0),
     definition: { ...definition, executor: { ...definition.executor, timeoutMs: definition.executor.timeoutMs ?? 30000 } }

@@ -368,7 +368,7 @@ t.test('an empty batch is a turn with no results', async (t) => {
 t.test('a batch answer has every field the SPEC names, and each result carries epoch and duration', async (t) => {
   const { app } = await setup(t, (url) => [tool('look', url, { readOnly: true })])
   const body = await batch(app, [{ id: 'a', name: 'look', arguments: {} }], { runId: 'shape' })
-  t.strictSame(Object.keys(body).sort(), ['batchId', 'continue', 'events', 'policyMessages', 'results', 'run', 'runId', 'turn'])
+  t.strictSame(Object.keys(body).sort(), ['batchId', 'continue', 'events', 'policyMessages', 'results', 'run', 'runId', 'state', 'turn'])
   t.equal(body.runId, 'shape')
   const r = body.results[0]!
   t.strictSame(Object.keys(r).sort(), ['callId', 'content', 'details', 'isError', 'name', 'status'])

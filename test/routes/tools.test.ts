@@ -51,7 +51,8 @@ t.test('PUT registers a new tool (201) and answers it with every default filled 
     aliases: [],
     argumentAliases: {},
     rewrite: [],
-    requiredScopes: []
+    requiredScopes: [],
+    requiresApproval: false
   })
   const one = await get(app, '/v1/tools/look')
   t.equal(one.status, 200)
@@ -92,6 +93,7 @@ t.test('a full definition is kept as given', async (t) => {
       { op: 'remove', path: '/secret' }
     ],
     requiredScopes: ['world:write'],
+    requiresApproval: true,
     action: { projection: "{ 'action': intent.action }", maxModelReceiptChars: 100 }
   }
   const res = await put(app, 'build', full)

@@ -5,6 +5,7 @@
  */
 import t, { type Test } from 'tap'
 import { type BatchRecord, StoreFullError, type CancelReason } from '../../src/store/types.js'
+import type { WaitingBatch } from '../../src/approvals/types.js'
 import { type Harness, makeReceipt, makeRun, memoryHarness, redisHarness, redisUnavailable } from './harness.js'
 
 const noRedis = await redisUnavailable()
@@ -425,6 +426,32 @@ async function contract (t: Test, h: Harness): Promise<void> {
     stop()
     await store.publishCancel('r3', 'cancelled')
     t.equal(heard.length, 2, 'an unsubscribed listener hears nothing more')
+  })
+
+  t.test('waitingRuns lists the runs whose record holds a waiting batch, in step with every update; ending a run drops its batch', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    const at = now()
+    for (const id of ['r1', 'r2', 'r3']) await store.createRun(makeRun(id, at))
+    t.same(await peer.waitingRuns(), [])
+    const waiting = (batchId: string): WaitingBatch => ({
+      batchId, requestHash: 'h', turn: 1, phase: 'awaiting', scopes: [], requestedAt: at, expiresAt: at + 60_000,
+      calls: [{ id: 'c1', name: 'mail' }], outcomes: [{ ok: true, tool: 'mail', arguments: { to: 'ü' }, held: true, conflictKey: null }], events: []
+    })
+    await store.updateRun('r1', (run) => { run.waiting = waiting('b1'); run.inFlight = { batchId: 'b1', owner: 'approval', leaseExpiresAt: at + 120_000 } })
+    await peer.updateRun('r2', (run) => { run.waiting = waiting('b2') })
+    const listed = await store.waitingRuns()
+    t.same(listed.map((r) => [r.runId, r.waiting?.batchId]).sort(), [['r1', 'b1'], ['r2', 'b2']])
+    t.same(listed.find((r) => r.runId === 'r1')?.waiting, waiting('b1'), 'the waiting batch reads back whole')
+    await peer.updateRun('r2', (run) => { run.counters.turns++ })
+    t.equal((await store.waitingRuns()).length, 2, 'an update that keeps it keeps the run listed')
+    await store.updateRun('r2', (run) => { run.waiting = null })
+    t.same((await peer.waitingRuns()).map((r) => r.runId), ['r1'])
+    await t.rejects(store.updateRun('r1', () => { throw new Error('no') }))
+    t.same((await peer.waitingRuns()).map((r) => r.runId), ['r1'], 'a throwing update changes nothing')
+    const ended = await store.endRun('r1', now())
+    t.equal(ended?.waiting ?? null, null)
+    t.equal(ended?.inFlight, null, 'no replica held the lease of the waiting batch')
+    t.same(await peer.waitingRuns(), [])
   })
 
   t.test('the store is ready', async (t) => {

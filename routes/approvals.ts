@@ -1,0 +1,51 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { Decider } from '../src/approvals/types.js'
+import { principalOf } from '../src/http/auth.js'
+import type { Services } from '../src/services.js'
+import { ApprovalInbox, DecisionsBody } from '../schemas/approval.js'
+import { BatchParams } from '../schemas/listing.js'
+import { problems } from '../schemas/common.js'
+import { answer } from '../schemas/responses.js'
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const deciders = { roles: ['orchestrator', 'approver'] as const }
+
+/** A person approves, edits or denies held calls (SPEC section 13). */
+export const approvalRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { approvals } = services
+
+  app.get('/v1/approvals', {
+    config: deciders,
+    schema: {
+      tags: ['approvals'],
+      operationId: 'listApprovals',
+      summary: "Every call of the tenant's runs waiting for a decision",
+      description: 'Oldest request first. The only place toolgate shows arguments: the prepared ones a person decides on.',
+      response: { 200: answer(ApprovalInbox, 'The calls waiting for a decision, with their prepared arguments.') }
+    }
+  }, async (req) => ({ approvals: await approvals.inbox(principalOf(req).tenant) }))
+
+  app.post('/v1/runs/:runId/batches/:batchId/approvals', {
+    config: deciders,
+    schema: {
+      tags: ['approvals'],
+      operationId: 'decideApprovals',
+      summary: 'Approve, edit or deny held calls',
+      description: 'All decisions of a request apply, or none: a call that is unknown, not held or decided already is 409 `approval_not_pending`. ' +
+        'While calls remain undecided the answer is 202 with what remains; the request deciding the last one runs the batch and answers its completed answer (200).',
+      params: BatchParams,
+      body: answer(DecisionsBody, 'Decisions on held calls of the batch.'),
+      response: {
+        200: answer(Type.Ref('BatchResponse'), 'The last held call was decided: the batch ran; its completed answer.'),
+        202: answer(Type.Ref('BatchResponse'), 'Calls remain undecided: the batch as it stands (`state: awaiting_approval`).'),
+        ...problems('invalid_request', 'run_not_found', 'batch_not_found', 'approval_not_pending')
+      }
+    }
+  }, async (req, reply) => {
+    const principal = principalOf(req)
+    const by: Decider = principal.name === undefined ? { tenant: principal.tenant } : { tenant: principal.tenant, name: principal.name }
+    const answer = await approvals.decide(by, req.params.runId, req.params.batchId, req.body.decisions)
+    return reply.code(answer.status).type(JSON_TYPE).send(answer.body)
+  })
+}

@@ -1,0 +1,21 @@
+import { Type } from '@sinclair/typebox'
+import { PendingApproval } from './batch.js'
+
+export const Decision = Type.Object({
+  callId: Type.String({ minLength: 1, maxLength: 256 }),
+  approve: Type.Boolean(),
+  reason: Type.Optional(Type.String({ maxLength: 2048, description: "A denial's reason: the model reads it." })),
+  arguments: Type.Optional(Type.Union([
+    Type.String({ description: 'JSON text' }),
+    Type.Object({}, { additionalProperties: true })
+  ], { description: "An approval's edited arguments: prepared again through every stage; failing makes the call `rejected`." }))
+}, { additionalProperties: false })
+
+/** POST /v1/runs/{runId}/batches/{batchId}/approvals */
+export const DecisionsBody = Type.Object({
+  decisions: Type.Array(Decision, { minItems: 1, maxItems: 10000 })
+}, { additionalProperties: false })
+
+export const ApprovalInbox = Type.Object({
+  approvals: Type.Array(Type.Composite([Type.Object({ runId: Type.String(), batchId: Type.String() }), PendingApproval]))
+})

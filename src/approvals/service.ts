@@ -1,0 +1,201 @@
+import { Counter, type Registry } from 'prom-client'
+import type { Logger } from 'pino'
+import type { BatchEngine, TakenUp } from '../batch/engine.js'
+import type { BatchEvent } from '../batch/types.js'
+import { ProblemError } from '../errors.js'
+import type { ExternalAuthorizer } from '../prepare/authorize.js'
+import { prepareBatch } from '../prepare/pipeline.js'
+import type { RunRecord } from '../runs/types.js'
+import type { Store } from '../store/types.js'
+import type { ToolLookup } from '../tools/types.js'
+import { awaitingResponse } from './hold.js'
+import type { Decider, DecisionInput, PendingApproval, StoredOutcome, WaitingBatch } from './types.js'
+import { BatchWaiters } from './waiters.js'
+import { applyDecisions, expirePending, isPending, pendingApprovals, storeOutcome } from './waiting.js'
+
+export interface ApprovalServiceOptions {
+  store: Store
+  engine: BatchEngine
+  tools: ToolLookup
+  authorizer?: ExternalAuthorizer | undefined
+  registry: Registry
+  logger: Pick<Logger, 'info' | 'warn'>
+  maxArgumentBytes: number
+  /** The clock of requests, decisions and expiry. @default Date.now */
+  now?: () => number
+  /** How often this replica looks for expired approvals; 0 only when `sweep` is called. */
+  sweepIntervalMs: number
+}
+
+/** One call waiting for a decision, in the inbox of every run of a tenant. */
+export interface InboxEntry extends PendingApproval { runId: string, batchId: string }
+
+/** What the decisions route answers: 202 with what remains, or 200 with the batch's completed answer. */
+export interface DecisionAnswer { status: 200 | 202, body: string }
+
+/**
+ * Approvals behind the routes (SPEC section 13): the inbox, decisions, and
+ * the expiry sweep every replica runs. Whichever request (or sweep) decides
+ * a batch's last call runs the batch, on this replica, and answers it.
+ */
+export class ApprovalService {
+  readonly waiters = new BatchWaiters()
+  readonly #o: ApprovalServiceOptions
+  readonly #now: () => number
+  readonly #decisions: Counter<'tool' | 'decision'>
+  #timer: NodeJS.Timeout | null = null
+  #sweeping: Promise<number> | null = null
+  #sweepFailed = false
+
+  constructor (opts: ApprovalServiceOptions) {
+    this.#o = opts
+    this.#now = opts.now ?? Date.now
+    this.#decisions = new Counter({
+      name: 'toolgate_approvals_total',
+      help: 'Decisions on calls held for approval, by tool and decision (approved, denied, expired).',
+      labelNames: ['tool', 'decision'],
+      registers: [opts.registry]
+    })
+    if (opts.sweepIntervalMs > 0) {
+      this.#timer = setInterval(() => { void this.sweep() }, opts.sweepIntervalMs)
+      this.#timer.unref()
+    }
+  }
+
+  close (): void {
+    if (this.#timer !== null) clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  /** Every call of the tenant's runs waiting for a decision, oldest request first. */
+  async inbox (tenant: string): Promise<InboxEntry[]> {
+    const out: InboxEntry[] = []
+    for (const run of await this.#o.store.waitingRuns()) {
+      const w = run.waiting
+      if (run.tenant !== tenant || w == null || w.phase !== 'awaiting') continue
+      for (const p of pendingApprovals(w)) out.push({ runId: run.runId, batchId: w.batchId, ...p })
+    }
+    return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt))
+  }
+
+  /**
+   * Applies decisions on a waiting batch, all or none. Edited arguments go
+   * through the whole preparation pipeline again, as the batch's own key
+   * would have them prepared. When none is left pending the batch runs here.
+   */
+  async decide (by: Decider, runId: string, batchId: string, decisions: readonly DecisionInput[]): Promise<DecisionAnswer> {
+    const run = await this.#run(by.tenant, runId)
+    const w = run.waiting
+    if (w?.batchId !== batchId || w.phase !== 'awaiting') {
+      const known = run.inFlight?.batchId === batchId || w?.batchId === batchId || (await this.#o.store.getBatch(runId, batchId)) !== undefined
+      if (!known) throw new ProblemError('batch_not_found', `No batch ${batchId} in run ${runId}.`)
+      throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
+    }
+    const edits = await this.#prepareEdits(run, w, decisions)
+    const now = this.#now()
+    const taken = await this.#o.engine.takeUpWaiting(runId, batchId, (_r, waiting) => applyDecisions(waiting, decisions, edits, by, now))
+    if (taken === undefined) throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
+    this.#announce(runId, batchId, taken.value, taken.waiting)
+    if (!taken.start) return { status: 202, body: JSON.stringify(awaitingResponse(runId, taken.waiting, taken.run)) }
+    return { status: 200, body: await this.#runTaken(runId, batchId, taken) }
+  }
+
+  /**
+   * Takes up every waiting batch whose approvals expired (their pending
+   * calls denied with `approval_expired`) or whose run is no longer active
+   * (its calls cancelled), and runs it. Every replica sweeps; a batch is
+   * taken up by one. Answers how many this call ran.
+   */
+  sweep (): Promise<number> {
+    this.#sweeping ??= this.#sweep().finally(() => { this.#sweeping = null })
+    return this.#sweeping
+  }
+
+  /** A waiting batch of a run just cancelled: every held and waiting call is `cancelled`, and the answer stored. */
+  async settleCancelled (runId: string): Promise<void> {
+    const run = await this.#o.store.getRun(runId)
+    const w = run?.waiting
+    if (run === undefined || w == null || w.phase !== 'awaiting' || run.state === 'active') return
+    await this.#takeUpStale(runId, w.batchId)
+  }
+
+  async #sweep (): Promise<number> {
+    let ran = 0
+    try {
+      const now = this.#now()
+      for (const run of await this.#o.store.waitingRuns()) {
+        const w = run.waiting
+        if (w == null || w.phase !== 'awaiting' || (w.expiresAt > now && run.state === 'active')) continue
+        if (await this.#takeUpStale(run.runId, w.batchId)) ran++
+      }
+      this.#sweepFailed = false
+    } catch (err) {
+      // Said once per outage, not once a second; the next sweep tries again.
+      if (!this.#sweepFailed) this.#o.logger.warn({ err: { message: (err as Error).message } }, 'approval expiry sweep failed; retrying')
+      this.#sweepFailed = true
+    }
+    return ran
+  }
+
+  async #takeUpStale (runId: string, batchId: string): Promise<boolean> {
+    const now = this.#now()
+    const taken = await this.#o.engine.takeUpWaiting(runId, batchId, (_r, w) => expirePending(w, now))
+    if (taken === undefined) return false
+    this.#announce(runId, batchId, taken.value, taken.waiting)
+    if (!taken.start) return false
+    await this.#runTaken(runId, batchId, taken)
+    return true
+  }
+
+  async #runTaken (runId: string, batchId: string, taken: TakenUp<unknown>): Promise<string> {
+    const answer = await this.#o.engine.runTaken(taken, (e) => this.waiters.publish(runId, batchId, e))
+    this.waiters.complete(runId, batchId, answer.body)
+    return answer.body
+  }
+
+  /** The events, counts and log lines of decisions just stored. */
+  #announce (runId: string, batchId: string, events: readonly BatchEvent[], w: WaitingBatch): void {
+    for (const e of events) {
+      this.waiters.publish(runId, batchId, e)
+      const decision = e.type === 'call.approved' ? 'approved' : e.reason === 'approval_expired' ? 'expired' : 'denied'
+      const tool = e.tool ?? ''
+      this.#decisions.inc({ tool, decision })
+      const i = w.calls.findIndex((c) => c.id === e.callId)
+      const edited = w.outcomes[i]?.decision?.edited === true
+      // Ids and the decision only: never arguments, reasons or who decided.
+      this.#o.logger.info({ runId, batchId, callId: e.callId, tool, decision, ...(edited ? { edited } : {}) }, 'approval decided')
+    }
+  }
+
+  /** What preparation makes of each approval's edited arguments, by call id. */
+  async #prepareEdits (run: RunRecord, w: WaitingBatch, decisions: readonly DecisionInput[]): Promise<Map<string, StoredOutcome>> {
+    const edits = new Map<string, StoredOutcome>()
+    const index = new Map(w.calls.map((c, i) => [c.id, i]))
+    const seen = new Set<string>()
+    for (const d of decisions) {
+      const i = index.get(d.callId)
+      // Checked again when the decisions are stored; here so a refused request prepares nothing.
+      if (i === undefined || !isPending(w.outcomes[i]!) || seen.has(d.callId)) {
+        throw new ProblemError('approval_not_pending', `Call ${d.callId} is not waiting for a decision in batch ${w.batchId}.`)
+      }
+      seen.add(d.callId)
+    }
+    const edited = decisions.filter((d) => d.approve && d.arguments !== undefined)
+    if (edited.length === 0) return edits
+    const outcomes = await prepareBatch(edited.map((d) => ({ id: d.callId, name: w.calls[index.get(d.callId)!]!.name, arguments: d.arguments })), this.#o.tools, {
+      runId: run.runId,
+      tenant: run.tenant,
+      allowedTools: run.options.tools === null ? null : new Set(run.options.tools),
+      scopes: new Set(w.scopes),
+      maxArgumentBytes: this.#o.maxArgumentBytes
+    }, this.#o.authorizer)
+    for (const o of outcomes) edits.set(o.id, storeOutcome(o))
+    return edits
+  }
+
+  async #run (tenant: string, runId: string): Promise<RunRecord> {
+    const run = await this.#o.store.getRun(runId)
+    if (run === undefined || run.tenant !== tenant) throw new ProblemError('run_not_found', `No run ${runId}`)
+    return run
+  }
+}

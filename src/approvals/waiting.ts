@@ -1,0 +1,178 @@
+/**
+ * The pure core of approvals (SPEC section 13): which calls a batch holds,
+ * the waiting batch a store keeps, decisions and expiry applied to it, and
+ * the calls restored from it when the batch is taken up. No I/O here.
+ */
+import { ProblemError } from '../errors.js'
+import type { BatchEvent } from '../batch/types.js'
+import type { PreparationOutcome, PreparedCall, RejectedCall } from '../prepare/types.js'
+import type { ToolLookup } from '../tools/types.js'
+import type { Decider, Decision, DecisionInput, PendingApproval, StoredOutcome, WaitingBatch } from './types.js'
+
+/** Source positions of the prepared (not rejected) calls whose tool requires approval. */
+export function heldIndexes (outcomes: readonly PreparationOutcome[]): number[] {
+  const held: number[] = []
+  for (const o of outcomes) if (o.ok && o.tool.requiresApproval) held.push(o.index)
+  return held
+}
+
+export interface WaitingInput {
+  batchId: string
+  requestHash: string
+  turn: number
+  scopes: Iterable<string>
+  format?: string | undefined
+  now: number
+  ttlMs: number
+  outcomes: readonly PreparationOutcome[]
+  events: BatchEvent[]
+}
+
+/** The waiting batch of prepared outcomes, every call of a tool that requires approval held. */
+export function toWaiting (input: WaitingInput): WaitingBatch {
+  const w: WaitingBatch = {
+    batchId: input.batchId,
+    requestHash: input.requestHash,
+    turn: input.turn,
+    phase: 'awaiting',
+    scopes: [...input.scopes],
+    requestedAt: input.now,
+    expiresAt: input.now + input.ttlMs,
+    calls: input.outcomes.map((o) => ({ id: o.id, name: o.requestedName })),
+    outcomes: input.outcomes.map(storeOutcome),
+    events: input.events
+  }
+  if (input.format !== undefined) w.format = input.format
+  return w
+}
+
+/** A preparation outcome as a store holds it; `held` for a prepared call of a tool that requires approval. */
+export function storeOutcome (o: PreparationOutcome): StoredOutcome {
+  // Arguments are copied: preparation may have filled them in place, and the record must not share them with the request.
+  if (o.ok) return { ok: true, tool: o.tool.name, arguments: structuredClone(o.arguments), held: o.tool.requiresApproval, conflictKey: o.conflictKey }
+  return { ok: false, tool: o.tool?.name ?? null, reason: o.reason, message: o.message, arguments: structuredClone(o.arguments) }
+}
+
+/** A held call no one has decided yet. */
+export function isPending (o: StoredOutcome): boolean {
+  return o.ok && o.held && o.decision === undefined
+}
+
+export function hasPending (w: WaitingBatch): boolean {
+  return w.outcomes.some(isPending)
+}
+
+/** Every call of the batch still waiting for a decision, as the API shows it. */
+export function pendingApprovals (w: WaitingBatch): PendingApproval[] {
+  const out: PendingApproval[] = []
+  const requestedAt = new Date(w.requestedAt).toISOString()
+  const expiresAt = new Date(w.expiresAt).toISOString()
+  w.outcomes.forEach((o, i) => {
+    if (o.ok && isPending(o)) out.push({ callId: w.calls[i]!.id, tool: o.tool, arguments: o.arguments, requestedAt, expiresAt })
+  })
+  return out
+}
+
+/** The next event of the batch, numbered after those it has. */
+function nextEvent (w: WaitingBatch, at: number, event: Omit<BatchEvent, 'seq' | 'at'>): BatchEvent {
+  const seq = (w.events.at(-1)?.seq ?? 0) + 1
+  const full = { seq, at: new Date(at).toISOString(), ...event } as BatchEvent
+  w.events.push(full)
+  return full
+}
+
+/** The events announcing the held calls, after the batch's own. */
+export function announceHeld (w: WaitingBatch): BatchEvent[] {
+  const out: BatchEvent[] = []
+  w.outcomes.forEach((o, i) => {
+    if (o.ok && o.held) out.push(nextEvent(w, w.requestedAt, { type: 'call.awaiting_approval', callId: w.calls[i]!.id, tool: o.tool }))
+  })
+  return out
+}
+
+/**
+ * Applies a request's decisions, all or none: a call that is unknown, not
+ * held, decided already, or named twice refuses the whole request with
+ * `approval_not_pending`, before anything changes. `edits` holds, by call
+ * id, what preparation made of an approver's edited arguments. Answers the
+ * events the decisions add.
+ */
+export function applyDecisions (w: WaitingBatch, decisions: readonly DecisionInput[], edits: ReadonlyMap<string, StoredOutcome>,
+  by: Decider, now: number): BatchEvent[] {
+  if (w.phase !== 'awaiting') throw notPending(`Batch ${w.batchId} is not waiting for decisions any more.`)
+  if (now >= w.expiresAt) throw notPending(`The approvals of batch ${w.batchId} expired at ${new Date(w.expiresAt).toISOString()}.`)
+  const index = new Map(w.calls.map((c, i) => [c.id, i]))
+  const seen = new Set<string>()
+  for (const d of decisions) {
+    const i = index.get(d.callId)
+    if (i === undefined || !isPending(w.outcomes[i]!) || seen.has(d.callId)) throw notPending(`Call ${d.callId} is not waiting for a decision in batch ${w.batchId}.`)
+    seen.add(d.callId)
+  }
+  const events: BatchEvent[] = []
+  for (const d of decisions) {
+    const i = index.get(d.callId)!
+    const held = w.outcomes[i] as Extract<StoredOutcome, { ok: true }>
+    const decision: Decision = { approve: d.approve, by, at: now }
+    if (!d.approve && d.reason !== undefined) decision.reason = d.reason
+    const edit = d.approve ? edits.get(d.callId) : undefined
+    if (edit !== undefined) decision.edited = true
+    // An edit that failed preparation leaves a rejection, decided as approved.
+    w.outcomes[i] = { ...(edit ?? held), ...(edit?.ok === true ? { held: true } : {}), decision }
+    const event = d.approve
+      ? { type: 'call.approved' as const, callId: d.callId, tool: held.tool }
+      : { type: 'call.denied' as const, callId: d.callId, tool: held.tool, reason: 'denied' }
+    events.push(nextEvent(w, now, event))
+  }
+  return events
+}
+
+/** Denies every call still pending with `approval_expired`, once the approvals' time is up; answers the events. */
+export function expirePending (w: WaitingBatch, now: number): BatchEvent[] {
+  if (w.phase !== 'awaiting' || now < w.expiresAt) return []
+  const events: BatchEvent[] = []
+  w.outcomes.forEach((o, i) => {
+    if (!o.ok || !isPending(o)) return
+    o.decision = { approve: false, by: null, at: now, expired: true }
+    events.push(nextEvent(w, now, { type: 'call.denied', callId: w.calls[i]!.id, tool: o.tool, reason: 'approval_expired' }))
+  })
+  return events
+}
+
+/** What a taken-up batch needs of its decisions, by call index. */
+export interface RestoredApprovals {
+  outcomes: PreparationOutcome[]
+  /** The decision on each held call (undefined for calls that were not held). */
+  decisions: Array<Decision | undefined>
+  /** The batch's host-visible events while it waited; its answer continues them. */
+  events: BatchEvent[]
+}
+
+/**
+ * The calls of a waiting batch as preparation outcomes again, tools looked
+ * up by name on this replica (a tool removed meanwhile makes its call
+ * `unknown_tool`). Denied calls stay prepared: they count for repeats like
+ * any prepared call; the engine answers them `denied` instead of running them.
+ */
+export function restoreOutcomes (w: WaitingBatch, tools: ToolLookup): RestoredApprovals {
+  const outcomes: PreparationOutcome[] = []
+  const decisions: Array<Decision | undefined> = []
+  w.outcomes.forEach((o, index) => {
+    const { id, name: requestedName } = w.calls[index]!
+    decisions.push(o.decision)
+    const tool = o.tool === null ? null : (tools.resolve(o.tool) ?? null)
+    if (!o.ok) {
+      const rejected: RejectedCall = { ok: false, index, id, requestedName, tool, reason: o.reason, message: o.message, arguments: o.arguments }
+      outcomes.push(rejected)
+    } else if (tool === null) {
+      outcomes.push({ ok: false, index, id, requestedName, tool: null, reason: 'unknown_tool', message: `the tool ${o.tool} was removed while the batch waited`, arguments: o.arguments })
+    } else {
+      const prepared: PreparedCall = { ok: true, index, id, requestedName, tool, arguments: o.arguments, conflictKey: o.conflictKey }
+      outcomes.push(prepared)
+    }
+  })
+  return { outcomes, decisions, events: w.events }
+}
+
+function notPending (detail: string): ProblemError {
+  return new ProblemError('approval_not_pending', detail)
+}
