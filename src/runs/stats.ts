@@ -1,4 +1,4 @@
-import type { RunStats } from './types.js'
+import type { LoopCounts, RunStats } from './types.js'
 
 export function emptyStats (): RunStats {
   return {
@@ -15,6 +15,14 @@ export function emptyStats (): RunStats {
   }
 }
 
+export function emptyLoopCounts (): LoopCounts {
+  return {
+    cycle: { advisories: 0, terminations: 0 },
+    errors: { advisories: 0, terminations: 0 },
+    no_progress: { advisories: 0, terminations: 0 }
+  }
+}
+
 /** Adds one batch's figures to a running total (a run's, or the process's), in place; answers the total. */
 export function addStats (total: RunStats, b: RunStats): RunStats {
   const byStatus = total.callsByStatus
@@ -28,5 +36,13 @@ export function addStats (total: RunStats, b: RunStats): RunStats {
   total.projectionFailures += b.projectionFailures
   total.uncertainWrites += b.uncertainWrites
   total.blockedCalls += b.blockedCalls
+  if (b.loops !== undefined) {
+    // Made with the first detection: most batches and runs have none.
+    const loops = (total.loops ??= emptyLoopCounts())
+    for (const kind of ['cycle', 'errors', 'no_progress'] as const) {
+      loops[kind].advisories += b.loops[kind].advisories
+      loops[kind].terminations += b.loops[kind].terminations
+    }
+  }
   return total
 }

@@ -1,3 +1,4 @@
+import type { LoopKind, LoopLimits, LoopState } from '../repeat/loops.js'
 import type { ToolExecutionMode } from '../schedule/types.js'
 import type { Uncertainty } from '../uncertain/types.js'
 
@@ -6,6 +7,9 @@ export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
 /** Why a run stopped being active. */
 export type TerminationReason =
   | 'exact_repeat'
+  | 'repeat_cycle'
+  | 'consecutive_errors'
+  | 'no_progress'
   | 'max_turns'
   | 'max_tool_calls'
   | 'max_total_tokens'
@@ -14,8 +18,8 @@ export type TerminationReason =
   | 'cancelled'
   | 'ended'
 
-/** The run-wide limits (SPEC section 3); null means no limit, a threshold of 0 disables it. */
-export interface RunLimits {
+/** The run-wide limits (SPEC sections 3 and 15); null means no limit, a threshold of 0 disables it. */
+export interface RunLimits extends LoopLimits {
   readonly exactToolRepeatAdvisoryThreshold: number
   readonly exactToolRepeatTerminationThreshold: number
   readonly maxTurns: number | null
@@ -58,7 +62,12 @@ export interface RunStats {
   projectionFailures: number
   uncertainWrites: number
   blockedCalls: number
+  /** Detections of the loop kinds beyond exact repeats (those are repeatAdvisories and repeatTerminations); absent in figures stored before them. */
+  loops?: LoopCounts
 }
+
+/** Advisories and terminations of each loop kind beyond `exact`. */
+export type LoopCounts = Record<Exclude<LoopKind, 'exact'>, { advisories: number, terminations: number }>
 
 /** The batch holding a run's lease. */
 export interface InFlight {
@@ -82,13 +91,15 @@ export interface RunRecord {
   options: RunOptions
   counters: { turns: number, toolCalls: number, totalTokens: number }
   repeat: RepeatState
+  /** The loop detectors' state beside the exact-repeat streak (SPEC section 15); absent in records stored before them. */
+  loops?: LoopState
   /**
    * Where the last admitted batch's admission started from. Admitting that
    * batch again (resumed after its replica died or was paused past its lease)
    * starts from here, so its calls count once toward maxToolCalls and
    * advance the repeat streak once.
    */
-  admitted: { batchId: string, repeat: RepeatState, toolCalls: number } | null
+  admitted: { batchId: string, repeat: RepeatState, toolCalls: number, loops?: LoopState } | null
   inFlight: InFlight | null
   stats: RunStats | null
   /** Unresolved uncertain writes (SPEC section 14); absent until the run has one. */
