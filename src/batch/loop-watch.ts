@@ -26,9 +26,9 @@ export function admitLoops (r: RunRecord, from: { loops?: LoopState }, a: Admiss
   const calls: CycleCall[] = []
   for (let i = 0; i < end; i++) {
     const o = outcomes[i]!
-    if (a.decisions[i]?.kind !== 'admit' || !(o.tool?.trackExactRepeats ?? true)) continue
+    if (a.decisions[i]?.kind !== 'admit') continue
     indexes.push(i)
-    calls.push({ fingerprint: fingerprints[i]!, tool: o.tool?.name ?? o.requestedName })
+    calls.push({ fingerprint: fingerprints[i]!, tool: o.tool?.name ?? o.requestedName, tracked: o.tool?.trackExactRepeats ?? true })
   }
   const limits = loopLimitsOf(r.options.limits)
   const walked = trackCycles(start.cycle, calls, { advisory: limits.cycleAdvisoryRepetitions, termination: limits.cycleTerminationRepetitions })

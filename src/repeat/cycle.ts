@@ -11,6 +11,8 @@ export interface CycleCall {
   fingerprint: string
   /** The tool's name, for the policy message. */
   tool: string
+  /** The tool's `trackExactRepeats` (default true): an untracked call neither advances nor resets a cycle. */
+  tracked?: boolean
 }
 
 /** One period's streak: how many calls in a row equalled the call one period before them. */
@@ -51,8 +53,8 @@ export interface CycleOutcome {
  * the cycle, and a cycle exists from two repetitions on (so limits below 2
  * act as 2). The call that completes the advisory repetition is still
  * dispatched; the one that completes the termination repetition is not,
- * and the walk stops there. Untracked calls are the caller's to leave out:
- * they neither advance nor reset anything.
+ * and the walk stops there. Untracked calls neither advance nor reset
+ * anything.
  */
 export function trackCycles (state: CycleState, calls: readonly CycleCall[], t: LoopThresholds): CycleOutcome {
   assertThresholds(t)
@@ -61,7 +63,7 @@ export function trackCycles (state: CycleState, calls: readonly CycleCall[], t: 
   const hits: Array<CycleHit | null> = []
   let terminatedAt: number | null = null
   for (const [index, call] of calls.entries()) {
-    if (terminatedAt !== null) {
+    if (terminatedAt !== null || call.tracked === false) {
       hits.push(null)
       continue
     }
