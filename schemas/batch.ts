@@ -83,6 +83,7 @@ export const BatchEvent = Type.Object({
   status: Type.Optional(Type.String()),
   durationMs: Type.Optional(Type.Number()),
   action: Type.Optional(Type.String()),
+  kind: Type.Optional(Type.String({ description: 'tool.repeat_detected: exact, cycle, errors or no_progress' })),
   count: Type.Optional(Type.Integer()),
   reason: Type.Optional(Type.String()),
   size: Type.Optional(Type.Integer())

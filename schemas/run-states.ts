@@ -11,7 +11,7 @@ import type { BatchEvent } from '../src/batch/types.js'
 export const RUN_STATES = ['active', 'terminated', 'cancelled', 'ended'] as const satisfies readonly RunState[]
 
 export const TERMINATION_REASONS = [
-  'exact_repeat', 'max_turns', 'max_tool_calls', 'max_total_tokens', 'timeout', 'projection_failed', 'cancelled', 'ended'
+  'exact_repeat', 'repeat_cycle', 'consecutive_errors', 'no_progress', 'max_turns', 'max_tool_calls', 'max_total_tokens', 'timeout', 'projection_failed', 'cancelled', 'ended'
 ] as const satisfies readonly TerminationReason[]
 
 export const EVENT_TYPES = [

@@ -12,7 +12,13 @@ export const RunLimits = Type.Object({
   maxTurns: Type.Optional(Limit),
   maxToolCalls: Type.Optional(Limit),
   timeoutMs: Type.Optional(Limit),
-  maxTotalTokens: Type.Optional(Limit)
+  maxTotalTokens: Type.Optional(Limit),
+  cycleAdvisoryRepetitions: Type.Optional(Threshold),
+  cycleTerminationRepetitions: Type.Optional(Threshold),
+  consecutiveErrorAdvisory: Type.Optional(Threshold),
+  consecutiveErrorTermination: Type.Optional(Threshold),
+  noProgressAdvisory: Type.Optional(Threshold),
+  noProgressTermination: Type.Optional(Threshold)
 }, { additionalProperties: false })
 
 const Mode = Type.Union([Type.Literal('sequential'), Type.Literal('safeParallel'), Type.Literal('parallel')])
@@ -46,7 +52,13 @@ export const Run = Type.Object({
     maxTurns: Type.Union([Type.Integer(), Type.Null()]),
     maxToolCalls: Type.Union([Type.Integer(), Type.Null()]),
     timeoutMs: Type.Union([Type.Integer(), Type.Null()]),
-    maxTotalTokens: Type.Union([Type.Integer(), Type.Null()])
+    maxTotalTokens: Type.Union([Type.Integer(), Type.Null()]),
+    cycleAdvisoryRepetitions: Type.Integer(),
+    cycleTerminationRepetitions: Type.Integer(),
+    consecutiveErrorAdvisory: Type.Integer(),
+    consecutiveErrorTermination: Type.Integer(),
+    noProgressAdvisory: Type.Integer(),
+    noProgressTermination: Type.Integer()
   }),
   tools: Type.Union([Type.Array(Type.String()), Type.Null()]),
   events: Audience,

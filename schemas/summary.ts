@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox'
 
+const Detections = Type.Object({ advisories: Type.Integer(), terminations: Type.Integer() })
+
 /** A performance summary, per run (with runId and state) or across runs (with since and runs). */
 export const Summary = Type.Object({
   runId: Type.Optional(Type.String()),
@@ -16,6 +18,7 @@ export const Summary = Type.Object({
   timeSavedMs: Type.Number({ description: 'Time in tools minus wall time: what overlapping saved.' }),
   repeatAdvisories: Type.Integer(),
   repeatTerminations: Type.Integer(),
+  loopDetections: Type.Object({ exact: Detections, cycle: Detections, errors: Detections, no_progress: Detections }, { description: 'Advisories and terminations of each loop kind; exact equals repeatAdvisories and repeatTerminations' }),
   projectionFailures: Type.Integer(),
   uncertainWrites: Type.Integer(),
   blockedCalls: Type.Integer(),

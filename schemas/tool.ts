@@ -26,6 +26,7 @@ export const ToolDefinition = Type.Object({
   execution: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('parallel'), Type.Literal('sequential')], { default: 'auto' })),
   conflictKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
   trackExactRepeats: Type.Optional(Type.Boolean({ default: true })),
+  ignoreArguments: Type.Optional(Type.Array(Pointer, { maxItems: 64, uniqueItems: true, description: 'Members left out of the fingerprint (repeat and loop detection, operation ids); the executor still receives them' })),
   aliases: Type.Optional(Type.Array(Type.String({ pattern: ToolNamePattern }), { maxItems: 64, uniqueItems: true })),
   argumentAliases: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ minLength: 1, maxLength: 256 }))),
   rewrite: Type.Optional(Type.Array(RewriteRule, { maxItems: 256 })),

@@ -109,6 +109,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     engine,
     runTtlMs,
     maxConcurrentTools: config.maxConcurrentTools,
+    // The settings carry the limits' own names.
+    loopDefaults: config,
     onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout'),
     onCancelledWaiting: (runId) => approvals.settleCancelled(runId)
   })

@@ -73,14 +73,20 @@ export interface TestExecutor {
   app: FastifyInstance
 }
 
-/** A run's limits when it sets none, as SPEC section 3 gives them (written out here, not read from the code under test). */
+/** A run's limits when it sets none, as SPEC sections 3 and 15 give them (written out here, not read from the code under test). */
 export const DEFAULT_LIMITS = {
   exactToolRepeatAdvisoryThreshold: 3,
   exactToolRepeatTerminationThreshold: 8,
   maxTurns: null,
   maxToolCalls: null,
   timeoutMs: null,
-  maxTotalTokens: null
+  maxTotalTokens: null,
+  cycleAdvisoryRepetitions: 3,
+  cycleTerminationRepetitions: 6,
+  consecutiveErrorAdvisory: 3,
+  consecutiveErrorTermination: 10,
+  noProgressAdvisory: 10,
+  noProgressTermination: 30
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

@@ -1,3 +1,4 @@
+import type { CycleHit } from '../repeat/cycle.js'
 import { trackRepeats } from '../repeat/tracker.js'
 import type { RepeatState, RunLimits, TerminationReason } from '../runs/types.js'
 
@@ -8,9 +9,10 @@ export interface AdmissionCall {
   tracked: boolean
 }
 
+/** `cycle`: a cycle detection at this call (src/batch/loop-watch.ts adds it); `count` is an exact repeat's. */
 export type AdmissionDecision =
-  | { kind: 'admit', advisory: number | null }
-  | { kind: 'terminated', reason: 'exact_repeat' | 'max_tool_calls', count: number | null }
+  | { kind: 'admit', advisory: number | null, cycle?: CycleHit }
+  | { kind: 'terminated', reason: 'exact_repeat' | 'max_tool_calls' | 'repeat_cycle', count: number | null, cycle?: CycleHit }
 
 export interface Admission {
   decisions: AdmissionDecision[]

@@ -9,7 +9,9 @@ import { rejectIncomplete } from '../formats/incomplete.js'
 import { prepareBatch } from '../prepare/pipeline.js'
 import type { PreparationOutcome, PreparedCall, RawCall } from '../prepare/types.js'
 import { type RunIdentity, operationId } from '../receipts/operation-id.js'
-import { type CanonicalText, canonicalText, fingerprintOfText } from '../repeat/fingerprint.js'
+import { type CanonicalText, canonicalText } from '../repeat/fingerprint.js'
+import { callFingerprint } from '../repeat/ignore.js'
+import type { LoopState, LoopTerminationReason } from '../repeat/loops.js'
 import { policyMessage } from '../repeat/tracker.js'
 import { terminateByTimeout } from '../runs/deadline.js'
 import { addStats, emptyStats } from '../runs/stats.js'
@@ -19,6 +21,7 @@ import { EpochRunner } from '../schedule/runner.js'
 import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement, StopSwitch } from '../schedule/types.js'
 import type { BatchOutcome, CallInfo, ObserverList } from '../telemetry/types.js'
 import { admit, type Admission } from './admit.js'
+import { LoopWatch, admitLoops } from './loop-watch.js'
 import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
 import { type ActionContext, type ActionOutcome, dispatchAction } from './dispatch-action.js'
 import { type DispatchContext, dispatchPlain } from './dispatch-call.js'
@@ -72,6 +75,10 @@ export class BatchRun implements RunnerHooks {
   readonly #operations: string[] = []
   #preparedAt = ''
   #closed = false
+  /** The loop state admission started from, and the detectors reading results; the reason they stopped the run, if they did. */
+  #loopStart: LoopState | null = null
+  #loops: LoopWatch | null = null
+  #loopStop: LoopTerminationReason | null = null
   /** What every dispatch of the batch shares. */
   readonly #context: DispatchContext
   /** The run, as operation ids name it. */
@@ -124,7 +131,7 @@ export class BatchRun implements RunnerHooks {
         const o = outcomes[i]!
         const text = this.#leftAsSent(o, req.calls[i]!) ? this.#calls.argumentTexts[i]! : canonicalText(o.arguments ?? null)
         argumentTexts.push(text)
-        fingerprints.push(fingerprintOfText(o.tool?.name ?? o.requestedName, text.text))
+        fingerprints.push(callFingerprint(o.tool?.name ?? o.requestedName, o.tool?.ignoreArguments, o.arguments, text.text))
       }
       this.#argumentTexts = argumentTexts
       this.#fingerprints = fingerprints
@@ -138,9 +145,11 @@ export class BatchRun implements RunnerHooks {
       // A string: the run left `active` during preparation (cancel, DELETE) and nothing may start.
       const admission = admitted.found && typeof admitted.value !== 'string' ? admitted.value : null
       const stoppedBy = admitted.found && typeof admitted.value === 'string' ? admitted.value : 'ended'
+      if (admission !== null) this.#loops = new LoopWatch({ observer, stats: this.#stats, messages: this.#policyMessages, outcomes, fingerprints, pending: PENDING, limits: options.limits, start: this.#loopStart!, active: admission.termination === null })
       const dispatchable = this.#settleUnadmitted(outcomes, admission, stoppedBy)
       if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
 
+      this.#watchLoops()
       if (dispatchable.length > 0) await this.#schedule(dispatchable)
       return await this.#finish()
     } finally {
@@ -155,6 +164,7 @@ export class BatchRun implements RunnerHooks {
     // A resumed batch is admitted again from where its first admission started: its calls count once.
     const from = r.admitted?.batchId === req.batchId ? r.admitted : { batchId: req.batchId, repeat: r.repeat, toolCalls: r.counters.toolCalls }
     const a = admit(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: this.#fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
+    this.#loopStart = admitLoops(r, from, a, outcomes, this.#fingerprints)
     r.admitted = from
     this.#held = weighCalls(r.uncertain, outcomes, this.#fingerprints)
     r.repeat = a.repeat
@@ -179,6 +189,7 @@ export class BatchRun implements RunnerHooks {
       const decision = admission?.decisions[i]
       const tool = o.tool?.name ?? o.requestedName
       let settled: CallResult | null = null
+      if (decision?.cycle !== undefined) this.#loops?.cycleDetected(i, decision.cycle)
       if (decision === undefined) {
         // A rejection answered while the batch waited for approvals stays one.
         settled = !o.ok && this.#req.approvals !== undefined ? rejectedResult(o) : cancelledResult(o, notActiveReason)
@@ -294,6 +305,15 @@ export class BatchRun implements RunnerHooks {
   /** @internal Runner hook. */
   epochSettled (epoch: number, durationMs: number): void {
     this.#observer.epochSettled(epoch, this.#epochs[epoch]?.length ?? 0, durationMs)
+    this.#watchLoops()
+  }
+
+  /** Lets the detectors that read results see what has settled; one that terminates the run stops every call not yet started. */
+  #watchLoops (): void {
+    const stop = this.#loops?.walk(this.#results) ?? null
+    if (stop === null || this.#closed || this.#controller.aborted) return
+    this.#loopStop = stop
+    this.#controller.abort(stop)
   }
 
   /** @internal Runner hook. */
@@ -326,6 +346,8 @@ export class BatchRun implements RunnerHooks {
     } else if (s.kind === 'blocked') {
       stats.blockedCalls++
       result = blockedResult(call, s.blockedBy, s.epoch)
+    } else if (this.#loopStop !== null) {
+      result = terminatedResult(call, this.#loopStop)
     } else {
       const signal = this.#controller
       result = cancelledResult(call, this.#closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
@@ -339,6 +361,8 @@ export class BatchRun implements RunnerHooks {
 
   /** Records the batch, releases the lease and builds the response. */
   async #finish (): Promise<BatchAnswer> {
+    // What settled after the last epoch (or with no epoch at all) is walked too.
+    this.#watchLoops()
     const { store } = this.#deps
     const req = this.#req
     const results = this.#results
@@ -355,7 +379,7 @@ export class BatchRun implements RunnerHooks {
     }
 
     // Terminal states this batch causes, unless the run already left `active`.
-    const ending: TerminationReason | null = closed ? 'projection_failed' : reason === 'timeout' ? 'timeout' : null
+    const ending: TerminationReason | null = closed ? 'projection_failed' : this.#loopStop ?? (reason === 'timeout' ? 'timeout' : null)
     const change = batchChange(req.batchId, results, this.#prepared, this.#operations, this.#held, this.#fingerprints, Date.now())
     await this.#deps.uncertain?.noteAdded(req.runId, change)
     const finalized = await store.updateRun(req.runId, (r) => {
@@ -369,6 +393,7 @@ export class BatchRun implements RunnerHooks {
       r.stats = addStats(r.stats ?? emptyStats(), stats)
       // Its answer is about to be stored: a batch that waited for approvals leaves the record.
       if (r.waiting?.batchId === req.batchId) r.waiting = null
+      this.#loops?.save(r)
       return { state: r.state, terminationReason: r.terminationReason, terminatedNow, uncertain: kept }
     })
     const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false, uncertain: undefined }

@@ -26,10 +26,13 @@ export function rejectedResult (call: RejectedCall): CallResult {
 
 const TERMINATED_MESSAGES = {
   exact_repeat: 'Not run: the agent repeated the same call with identical arguments too many times in a row, so the run was stopped.',
-  max_tool_calls: 'Not run: the run reached its limit of tool calls and was stopped.'
+  max_tool_calls: 'Not run: the run reached its limit of tool calls and was stopped.',
+  repeat_cycle: 'Not run: the agent kept going round the same cycle of calls with identical arguments, so the run was stopped.',
+  consecutive_errors: 'Not run: too many tool calls in a row failed, so the run was stopped.',
+  no_progress: 'Not run: the agent kept calling a tool that answered the same thing every time, so the run was stopped.'
 } as const
 
-/** A call not dispatched because the run ended (exact repeat or a run limit). */
+/** A call not dispatched because the run ended (a loop detector or a run limit). */
 export function terminatedResult (call: AnyCall, reason: keyof typeof TERMINATED_MESSAGES): CallResult {
   return {
     ...named(call),

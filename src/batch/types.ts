@@ -49,6 +49,8 @@ export interface BatchEvent {
   status?: string
   durationMs?: number
   action?: string
+  /** tool.repeat_detected: which detector. */
+  kind?: string
   count?: number
   reason?: string
   size?: number

@@ -1,4 +1,5 @@
 import type { BatchEvent } from '../batch/types.js'
+import type { LoopKind } from '../repeat/loops.js'
 import type { EventsAudience } from '../runs/types.js'
 import type { BatchObserver } from '../telemetry/types.js'
 import { IsoTime } from './iso-time.js'
@@ -62,9 +63,9 @@ export class EventRecorder implements BatchObserver {
     this.emit({ type: 'call.completed', callId: call.callId, tool: call.tool, ...(call.epoch === null ? {} : { epoch: call.epoch }), status: call.status, durationMs: round(call.durationMs) })
   }
 
-  repeatDetected (call: { callId: string, tool: string }, action: 'advisory' | 'terminated', count: number): void {
+  repeatDetected (call: { callId: string, tool: string }, action: 'advisory' | 'terminated', count: number, kind: LoopKind = 'exact'): void {
     if (!this.#lifecycle) return
-    this.emit({ type: 'tool.repeat_detected', callId: call.callId, tool: call.tool, action, count })
+    this.emit({ type: 'tool.repeat_detected', callId: call.callId, tool: call.tool, kind, action, count })
   }
 
   runTerminated (reason: string): void {

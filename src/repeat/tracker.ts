@@ -115,9 +115,11 @@ export function policyMessage (toolName: string, count: number): string {
   return render(boundedName(toolName, Math.min(budget, MAX_TOOL_NAME_IN_MESSAGE)))
 }
 
-// Cuts by code point, never inside a surrogate pair, and keeps the result
-// within `maxUnits` UTF-16 units (the unit String#length counts).
-function boundedName (toolName: string, maxUnits: number): string {
+/**
+ * A tool name fit for a policy message: control characters replaced, cut by
+ * code point (never inside a surrogate pair) to at most `maxUnits` UTF-16 units.
+ */
+export function boundedName (toolName: string, maxUnits: number): string {
   // Control characters (newlines included) could break the message's shape.
   const clean = String(toolName).replace(/\p{Cc}/gu, '?')
   if (clean.length <= maxUnits) return clean

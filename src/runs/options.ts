@@ -1,28 +1,44 @@
 import type { CreateRunInput } from '../../schemas/run.js'
+import { DEFAULT_LOOP_LIMITS, type LoopLimits } from '../repeat/loops.js'
 import type { RunLimits, RunOptions } from './types.js'
 
 export const DEFAULT_ADVISORY_THRESHOLD = 3
 export const DEFAULT_TERMINATION_THRESHOLD = 8
 
-const DEFAULT_LIMITS: RunLimits = Object.freeze({
-  exactToolRepeatAdvisoryThreshold: DEFAULT_ADVISORY_THRESHOLD,
-  exactToolRepeatTerminationThreshold: DEFAULT_TERMINATION_THRESHOLD,
-  maxTurns: null,
-  maxToolCalls: null,
-  timeoutMs: null,
-  maxTotalTokens: null
-})
+const DEFAULT_LIMITS: RunLimits = limitsWith(DEFAULT_LOOP_LIMITS)
+/** The default limits for each set of server loop defaults (one per process in practice). */
+const defaultsByLoopLimits = new WeakMap<LoopLimits, RunLimits>([[DEFAULT_LOOP_LIMITS, DEFAULT_LIMITS]])
+
+function limitsWith (loops: LoopLimits): RunLimits {
+  return Object.freeze({
+    exactToolRepeatAdvisoryThreshold: DEFAULT_ADVISORY_THRESHOLD,
+    exactToolRepeatTerminationThreshold: DEFAULT_TERMINATION_THRESHOLD,
+    maxTurns: null,
+    maxToolCalls: null,
+    timeoutMs: null,
+    maxTotalTokens: null,
+    cycleAdvisoryRepetitions: loops.cycleAdvisoryRepetitions,
+    cycleTerminationRepetitions: loops.cycleTerminationRepetitions,
+    consecutiveErrorAdvisory: loops.consecutiveErrorAdvisory,
+    consecutiveErrorTermination: loops.consecutiveErrorTermination,
+    noProgressAdvisory: loops.noProgressAdvisory,
+    noProgressTermination: loops.noProgressTermination
+  })
+}
 const NO_METADATA = Object.freeze({})
 
 /**
- * Compiles a run request into its effective options, every default filled.
+ * Compiles a run request into its effective options, every default filled;
+ * `loopDefaults` are the server's defaults of the loop limits (SPEC section 15).
  * Defaults are shared frozen objects, so an idle run with default options
  * costs almost nothing.
  */
-export function resolveRunOptions (input: CreateRunInput, maxConcurrentDefault: number): RunOptions {
+export function resolveRunOptions (input: CreateRunInput, maxConcurrentDefault: number, loopDefaults: LoopLimits = DEFAULT_LOOP_LIMITS): RunOptions {
+  let defaults = defaultsByLoopLimits.get(loopDefaults)
+  if (defaults === undefined) defaultsByLoopLimits.set(loopDefaults, (defaults = limitsWith(loopDefaults)))
   const limits = input.limits === undefined || Object.keys(input.limits).length === 0
-    ? DEFAULT_LIMITS
-    : Object.freeze({ ...DEFAULT_LIMITS, ...input.limits })
+    ? defaults
+    : Object.freeze({ ...defaults, ...input.limits })
   return Object.freeze({
     toolExecution: input.toolExecution ?? 'safeParallel',
     maxConcurrentTools: input.maxConcurrentTools ?? maxConcurrentDefault,

@@ -1,3 +1,4 @@
+import { initialLoopState } from '../repeat/loops.js'
 import { resetRepeats } from '../repeat/tracker.js'
 import type { RunOptions, RunRecord } from './types.js'
 
@@ -11,6 +12,7 @@ export function newRunRecord (runId: string, tenant: string, options: RunOptions
     options,
     counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
     repeat: resetRepeats(),
+    loops: initialLoopState(),
     admitted: null,
     inFlight: null,
     stats: null,

@@ -7,6 +7,7 @@ import type { Store } from '../store/types.js'
 import { resolveRunOptions } from './options.js'
 import { newRunRecord } from './record.js'
 import { resetRepeats } from '../repeat/tracker.js'
+import { type LoopLimits, resetLoopState } from '../repeat/loops.js'
 import { applyDeadline, deadlinePassed } from './deadline.js'
 import type { RunRecord } from './types.js'
 import { type RunView, runView } from './view.js'
@@ -16,6 +17,8 @@ export interface RunServiceOptions {
   engine: BatchEngine
   runTtlMs: number
   maxConcurrentTools: number
+  /** The server's defaults of the loop limits (from the environment). */
+  loopDefaults?: LoopLimits
   /** A run this service found past its timeoutMs and terminated: counted and logged. */
   onTimedOut?: (runId: string) => void
   /** A run cancelled while a batch of it waited for approvals: that batch is answered, every held and waiting call `cancelled` (src/approvals). */
@@ -35,7 +38,7 @@ export class RunService {
   }
 
   async create (tenant: string, input: CreateRunInput): Promise<RunView> {
-    const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#o.maxConcurrentTools), Date.now())
+    const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#o.maxConcurrentTools, this.#o.loopDefaults), Date.now())
     let created: boolean
     try {
       created = await this.#o.store.createRun(run)
@@ -90,15 +93,19 @@ export class RunService {
     return this.view(result.value.run)
   }
 
-  /** A genuine user message reached the model: the exact-repeat streak starts over. */
+  /** A genuine user message reached the model: the exact-repeat streak and every loop streak start over. */
   async message (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#o.store.updateRun(runId, (run) => {
       if (run.tenant !== tenant) throw notFound(runId)
       const timedOut = applyDeadline(run, Date.now())
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut }
       run.repeat = resetRepeats()
-      // A batch resumed after this message is admitted from a fresh streak too.
-      if (run.admitted !== null) run.admitted.repeat = run.repeat
+      run.loops = resetLoopState(run.loops)
+      // A batch resumed after this message is admitted from fresh streaks too.
+      if (run.admitted !== null) {
+        run.admitted.repeat = run.repeat
+        run.admitted.loops = run.loops
+      }
       return { kind: 'ok' as const, run, timedOut }
     })
     if (!result.found) throw notFound(runId)

@@ -1,4 +1,4 @@
-import type { RunStats } from './types.js'
+import type { LoopCounts, RunStats } from './types.js'
 
 export function emptyStats (): RunStats {
   return {
@@ -12,6 +12,14 @@ export function emptyStats (): RunStats {
     projectionFailures: 0,
     uncertainWrites: 0,
     blockedCalls: 0
+  }
+}
+
+export function emptyLoopCounts (): LoopCounts {
+  return {
+    cycle: { advisories: 0, terminations: 0 },
+    errors: { advisories: 0, terminations: 0 },
+    no_progress: { advisories: 0, terminations: 0 }
   }
 }
 
@@ -33,6 +41,14 @@ export function addStats (total: RunStats, b: RunStats): RunStats {
     a.approved += b.approvals.approved
     a.denied += b.approvals.denied
     a.expired += b.approvals.expired
+  }
+  if (b.loops !== undefined) {
+    // Made with the first detection: most batches and runs have none.
+    const loops = (total.loops ??= emptyLoopCounts())
+    for (const kind of ['cycle', 'errors', 'no_progress'] as const) {
+      loops[kind].advisories += b.loops[kind].advisories
+      loops[kind].terminations += b.loops[kind].terminations
+    }
   }
   return total
 }

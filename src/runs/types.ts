@@ -1,4 +1,5 @@
 import type { WaitingBatch } from '../approvals/types.js'
+import type { LoopKind, LoopLimits, LoopState } from '../repeat/loops.js'
 import type { ToolExecutionMode } from '../schedule/types.js'
 import type { Uncertainty } from '../uncertain/types.js'
 
@@ -7,6 +8,9 @@ export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
 /** Why a run stopped being active. */
 export type TerminationReason =
   | 'exact_repeat'
+  | 'repeat_cycle'
+  | 'consecutive_errors'
+  | 'no_progress'
   | 'max_turns'
   | 'max_tool_calls'
   | 'max_total_tokens'
@@ -15,8 +19,8 @@ export type TerminationReason =
   | 'cancelled'
   | 'ended'
 
-/** The run-wide limits (SPEC section 3); null means no limit, a threshold of 0 disables it. */
-export interface RunLimits {
+/** The run-wide limits (SPEC sections 3 and 15); null means no limit, a threshold of 0 disables it. */
+export interface RunLimits extends LoopLimits {
   readonly exactToolRepeatAdvisoryThreshold: number
   readonly exactToolRepeatTerminationThreshold: number
   readonly maxTurns: number | null
@@ -61,7 +65,12 @@ export interface RunStats {
   blockedCalls: number
   /** Decisions on held calls (SPEC section 13); absent in figures from before approvals existed. */
   approvals?: { approved: number, denied: number, expired: number }
+  /** Detections of the loop kinds beyond exact repeats (those are repeatAdvisories and repeatTerminations); absent in figures stored before them. */
+  loops?: LoopCounts
 }
+
+/** Advisories and terminations of each loop kind beyond `exact`. */
+export type LoopCounts = Record<Exclude<LoopKind, 'exact'>, { advisories: number, terminations: number }>
 
 /** The batch holding a run's lease. */
 export interface InFlight {
@@ -85,13 +94,15 @@ export interface RunRecord {
   options: RunOptions
   counters: { turns: number, toolCalls: number, totalTokens: number }
   repeat: RepeatState
+  /** The loop detectors' state beside the exact-repeat streak (SPEC section 15); absent in records stored before them. */
+  loops?: LoopState
   /**
    * Where the last admitted batch's admission started from. Admitting that
    * batch again (resumed after its replica died or was paused past its lease)
    * starts from here, so its calls count once toward maxToolCalls and
    * advance the repeat streak once.
    */
-  admitted: { batchId: string, repeat: RepeatState, toolCalls: number } | null
+  admitted: { batchId: string, repeat: RepeatState, toolCalls: number, loops?: LoopState } | null
   inFlight: InFlight | null
   /** The batch waiting for approvals, until its answer is stored (src/approvals). */
   waiting?: WaitingBatch | null

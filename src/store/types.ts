@@ -232,11 +232,12 @@ export function holds (run: RunRecord, owner: string, batchId: string): boolean 
   return run.inFlight !== null && run.inFlight.batchId === batchId && run.inFlight.owner === owner
 }
 
-/** What ending a run does to its record, in every store: state `ended`, streak freed (each store frees the batch ids and records). */
+/** What ending a run does to its record, in every store: state `ended`, streaks freed (each store frees the batch ids and records). */
 export function markEnded (run: RunRecord, at: number): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
   run.repeat = resetRepeats()
+  delete run.loops
   run.admitted = null
   // A batch waiting for approvals goes with the run's other batches; no replica holds its lease.
   if (run.waiting != null) run.waiting = null

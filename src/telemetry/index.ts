@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import type { LoopKind } from '../repeat/loops.js'
 import type { Store } from '../store/types.js'
 import { Metrics } from './metrics.js'
 import { SummaryAggregator } from './summary.js'
@@ -61,8 +62,8 @@ class BatchLog implements BatchObserver {
     this.#info = info
   }
 
-  repeatDetected (c: CallInfo, action: 'advisory' | 'terminated', count: number): void {
-    this.#log.info({ runId: this.#info.runId, batchId: this.#info.batchId, callId: c.callId, tool: c.tool, action, count }, 'exact repeat detected')
+  repeatDetected (c: CallInfo, action: 'advisory' | 'terminated', count: number, kind: LoopKind = 'exact'): void {
+    this.#log.info({ runId: this.#info.runId, batchId: this.#info.batchId, callId: c.callId, tool: c.tool, kind, action, count }, kind === 'exact' ? 'exact repeat detected' : 'loop detected')
   }
 
   projectionFailed (c: CallInfo, problem: string): void {

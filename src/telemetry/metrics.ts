@@ -1,5 +1,6 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { FastHistogram } from './histogram.js'
+import type { LoopKind } from '../repeat/loops.js'
 import type { Store } from '../store/types.js'
 import type { BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './types.js'
 
@@ -22,6 +23,7 @@ export class Metrics {
   readonly epochWidth: FastHistogram
   readonly repeatAdvisories: Counter<'tool'>
   readonly repeatTerminations: Counter<'tool'>
+  readonly loopDetections: Counter<'kind' | 'action'>
   readonly projectionFailures: Counter<'tool'>
   readonly uncertainWrites: Counter<'tool'>
   readonly blockedCalls: Counter<'tool'>
@@ -81,6 +83,7 @@ export class Metrics {
     this.epochWidth = new FastHistogram({ name: 'toolgate_epoch_width_calls', help: 'Calls per epoch.', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers })
     this.repeatAdvisories = new Counter({ name: 'toolgate_repeat_advisories_total', help: 'Exact-repeat advisories (the call still ran).', labelNames: ['tool'], registers })
     this.repeatTerminations = new Counter({ name: 'toolgate_repeat_terminations_total', help: 'Runs terminated by exact-repeat protection.', labelNames: ['tool'], registers })
+    this.loopDetections = new Counter({ name: 'toolgate_loop_detections_total', help: 'Loop detections by kind (exact, cycle, errors, no_progress) and action (advisory, terminated).', labelNames: ['kind', 'action'], registers })
     this.projectionFailures = new Counter({ name: 'toolgate_projection_failures_total', help: 'Action receipt projections that failed and closed their batch.', labelNames: ['tool'], registers })
     this.uncertainWrites = new Counter({ name: 'toolgate_uncertain_writes_total', help: 'Writes whose outcome is unknown.', labelNames: ['tool'], registers })
     this.blockedCalls = new Counter({ name: 'toolgate_blocked_calls_total', help: 'Writes not dispatched because of an earlier uncertain write.', labelNames: ['tool'], registers })
@@ -174,7 +177,9 @@ class BatchMetrics implements BatchObserver {
     if (c.status === 'blocked') m.blockedCalls.inc({ tool })
   }
 
-  repeatDetected (c: CallInfo, action: 'advisory' | 'terminated'): void {
+  repeatDetected (c: CallInfo, action: 'advisory' | 'terminated', _count: number, kind: LoopKind = 'exact'): void {
+    this.#m.loopDetections.inc({ kind, action })
+    if (kind !== 'exact') return
     const counter = action === 'advisory' ? this.#m.repeatAdvisories : this.#m.repeatTerminations
     counter.inc({ tool: labelOf(c) })
   }

@@ -1,4 +1,4 @@
-import { addStats, emptyStats } from '../runs/stats.js'
+import { addStats, emptyLoopCounts, emptyStats } from '../runs/stats.js'
 import type { RunStats } from '../runs/types.js'
 
 /** A performance summary (SPEC section 8), per run or across runs. */
@@ -14,6 +14,8 @@ export interface Summary {
   timeSavedMs: number
   repeatAdvisories: number
   repeatTerminations: number
+  /** Advisories and terminations of each loop kind (SPEC section 15); `exact` is repeatAdvisories and repeatTerminations. */
+  loopDetections: Record<'exact' | 'cycle' | 'errors' | 'no_progress', { advisories: number, terminations: number }>
   projectionFailures: number
   uncertainWrites: number
   blockedCalls: number
@@ -36,6 +38,7 @@ export function summarize (stats: RunStats | null, turns: number): Summary {
     timeSavedMs: ms(Math.max(0, s.toolTimeMs - s.wallTimeMs)),
     repeatAdvisories: s.repeatAdvisories,
     repeatTerminations: s.repeatTerminations,
+    loopDetections: { exact: { advisories: s.repeatAdvisories, terminations: s.repeatTerminations }, ...structuredClone(s.loops ?? emptyLoopCounts()) },
     projectionFailures: s.projectionFailures,
     uncertainWrites: s.uncertainWrites,
     blockedCalls: s.blockedCalls,

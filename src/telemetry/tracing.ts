@@ -4,6 +4,7 @@ import {
   type Tracer, defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, trace
 } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
+import type { LoopKind } from '../repeat/loops.js'
 import type { BatchInfo, BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './types.js'
 
 /** The instrumentation scope of toolgate's spans. */
@@ -38,7 +39,8 @@ export const ATTR = {
   callUncertain: 'toolgate.call.uncertain',
   projectionProblem: 'toolgate.projection.problem',
   repeatAction: 'toolgate.repeat.action',
-  repeatCount: 'toolgate.repeat.count'
+  repeatCount: 'toolgate.repeat.count',
+  repeatKind: 'toolgate.repeat.kind'
 } as const
 
 // The W3C propagator ships in @opentelemetry/core; the api alone only has a no-op one.
@@ -187,8 +189,9 @@ class BatchTrace implements BatchObserver {
     span.end()
   }
 
-  repeatDetected (call: CallInfo, action: 'advisory' | 'terminated', count: number): void {
+  repeatDetected (call: CallInfo, action: 'advisory' | 'terminated', count: number, kind: LoopKind = 'exact'): void {
     this.#batch.span.addEvent(REPEAT_EVENT, {
+      [ATTR.repeatKind]: kind,
       [ATTR.toolName]: toolName(call),
       [ATTR.toolCallId]: call.callId,
       [ATTR.repeatAction]: action,

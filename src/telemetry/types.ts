@@ -1,4 +1,5 @@
 import type { CallStatus } from '../batch/types.js'
+import type { LoopKind } from '../repeat/loops.js'
 
 /** What every observer of a batch is told; never arguments, never bodies. */
 export interface BatchInfo {
@@ -42,7 +43,8 @@ export interface BatchObserver {
   epochSettled? (epoch: number, size: number, durationMs: number): void
   callStarted? (call: CallInfo): void
   callSettled? (call: CallSettledInfo): void
-  repeatDetected? (call: CallInfo, action: 'advisory' | 'terminated', count: number): void
+  /** A loop detector fired at this call (`kind` is `exact` unless said otherwise); `count` is its streak or repetitions. */
+  repeatDetected? (call: CallInfo, action: 'advisory' | 'terminated', count: number, kind?: LoopKind): void
   projectionFailed? (call: CallInfo, problem: string): void
   /** Preparing the batch's calls took longer than the configured threshold (the event loop was held meanwhile, but for an external authorizer's wait). */
   preparationSlow? (durationMs: number): void
@@ -98,8 +100,8 @@ export class ObserverList implements BatchObserver {
     for (const o of this.#list) try { o.callSettled?.(c) } catch (err) { this.#failed('callSettled', err) }
   }
 
-  repeatDetected (c: CallInfo, a: 'advisory' | 'terminated', n: number): void {
-    for (const o of this.#list) try { o.repeatDetected?.(c, a, n) } catch (err) { this.#failed('repeatDetected', err) }
+  repeatDetected (c: CallInfo, a: 'advisory' | 'terminated', n: number, k: LoopKind = 'exact'): void {
+    for (const o of this.#list) try { o.repeatDetected?.(c, a, n, k) } catch (err) { this.#failed('repeatDetected', err) }
   }
 
   projectionFailed (c: CallInfo, p: string): void {

@@ -5,6 +5,7 @@ import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
 import { parsePointer } from '../prepare/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
+import { compileIgnoredArguments } from '../repeat/ignore.js'
 import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { Tool, ToolDefinition, ToolLookup } from './types.js'
@@ -126,6 +127,9 @@ export class ToolRegistry implements ToolLookup {
       }
     }
 
+    let ignoreArguments: Tool['ignoreArguments'] = []
+    try { ignoreArguments = compileIgnoredArguments(def.ignoreArguments ?? []) } catch (err) { problems.push(`/ignoreArguments: ${(err as Error).message}`) }
+
     for (const alias of def.aliases ?? []) {
       if (alias === def.name) problems.push(`/aliases: ${alias} is the tool's own name`)
       const owner = this.#tools.get(alias) ?? this.#byAlias.get(alias)
@@ -164,6 +168,7 @@ export class ToolRegistry implements ToolLookup {
       requiresApproval: def.requiresApproval ?? false
     }
     if (def.conflictKey !== undefined) definition.conflictKey = def.conflictKey
+    if (def.ignoreArguments !== undefined && def.ignoreArguments.length > 0) definition.ignoreArguments = def.ignoreArguments
     if (def.action !== undefined) definition.action = { ...def.action, maxModelReceiptChars: action!.maxModelReceiptChars }
 
     return Object.freeze({
@@ -178,6 +183,7 @@ export class ToolRegistry implements ToolLookup {
       execution: definition.execution,
       conflictKey,
       trackExactRepeats: definition.trackExactRepeats,
+      ignoreArguments,
       aliases: definition.aliases,
       argumentAliases: definition.argumentAliases,
       rewrite: definition.rewrite,

@@ -23,6 +23,8 @@ export interface ToolDefinition {
   execution?: ExecutionHint
   conflictKey?: string
   trackExactRepeats?: boolean
+  /** JSON pointers of members left out of the fingerprint (SPEC section 15), e.g. a request id. */
+  ignoreArguments?: string[]
   aliases?: string[]
   argumentAliases?: Record<string, string>
   rewrite?: RewriteRule[]
@@ -50,6 +52,8 @@ export interface Tool {
   readonly execution: ExecutionHint
   readonly conflictKey: readonly ConflictKeyPart[] | null
   readonly trackExactRepeats: boolean
+  /** `ignoreArguments`, parsed into reference tokens; empty or absent when the tool ignores nothing. */
+  readonly ignoreArguments?: ReadonlyArray<readonly string[]>
   readonly aliases: readonly string[]
   readonly argumentAliases: Readonly<Record<string, string>>
   readonly rewrite: readonly RewriteRule[]
@@ -67,7 +71,7 @@ export interface Tool {
    */
   readonly preparesInPlace: boolean
   /** The definition with every default filled in, as GET /v1/tools answers it. */
-  readonly definition: Required<Omit<ToolDefinition, 'action' | 'conflictKey'>> & Pick<ToolDefinition, 'action' | 'conflictKey'>
+  readonly definition: Required<Omit<ToolDefinition, 'action' | 'conflictKey' | 'ignoreArguments'>> & Pick<ToolDefinition, 'action' | 'conflictKey' | 'ignoreArguments'>
 }
 
 /** A compiled JSONata projection of an action receipt (SPEC section 7). */

@@ -82,7 +82,7 @@ t.test('the OPA-shaped authorizer allows on true or allow: true, and rejects eve
     ['slow', 'rejected', 'unauthorized'],
     ['reset', 'rejected', 'unauthorized']
   ]
-  const run = await post(app, '/v1/runs', { runId: 'r1', limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0 } })
+  const run = await post(app, '/v1/runs', { runId: 'r1', limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0, cycleAdvisoryRepetitions: 0, cycleTerminationRepetitions: 0, consecutiveErrorAdvisory: 0, consecutiveErrorTermination: 0, noProgressAdvisory: 0, noProgressTermination: 0 } })
   t.equal(run.status, 201)
   const res = await post(app, '/v1/runs/r1/batches', {
     calls: cases.map(([k], i) => ({ id: `c${i}`, name: i % 2 === 0 ? 'look' : 'build', arguments: { k, secret: SECRET, x: i } }))

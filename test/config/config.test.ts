@@ -148,3 +148,17 @@ t.test('defaultConfig applies overrides on top of the defaults', async (t) => {
   t.equal(config.port, 8080)
   t.ok(Object.isFrozen(config))
 })
+
+t.test('the loop limits default to the SPEC values and are read from their variables', async (t) => {
+  t.match(defaultConfig(), { cycleAdvisoryRepetitions: 3, cycleTerminationRepetitions: 6, consecutiveErrorAdvisory: 3, consecutiveErrorTermination: 10, noProgressAdvisory: 10, noProgressTermination: 30 })
+  const config = loadConfig({
+    TOOLGATE_CYCLE_ADVISORY_REPETITIONS: '2',
+    TOOLGATE_CYCLE_TERMINATION_REPETITIONS: '0',
+    TOOLGATE_CONSECUTIVE_ERROR_ADVISORY: '4',
+    TOOLGATE_CONSECUTIVE_ERROR_TERMINATION: '20',
+    TOOLGATE_NO_PROGRESS_ADVISORY: '5',
+    TOOLGATE_NO_PROGRESS_TERMINATION: '15'
+  })
+  t.match(config, { cycleAdvisoryRepetitions: 2, cycleTerminationRepetitions: 0, consecutiveErrorAdvisory: 4, consecutiveErrorTermination: 20, noProgressAdvisory: 5, noProgressTermination: 15 })
+  t.throws(() => loadConfig({ TOOLGATE_NO_PROGRESS_TERMINATION: '-1' }), /TOOLGATE_NO_PROGRESS_TERMINATION must be an integer/)
+})

@@ -227,7 +227,7 @@ async function newRun (h: Harness): Promise<void> {
     method: 'POST',
     url: '/v1/runs',
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({ runId: h.runId, toolExecution: 'parallel', limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0 } })
+    payload: JSON.stringify({ runId: h.runId, toolExecution: 'parallel', limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0, cycleAdvisoryRepetitions: 0, cycleTerminationRepetitions: 0, consecutiveErrorAdvisory: 0, consecutiveErrorTermination: 0, noProgressAdvisory: 0, noProgressTermination: 0 } })
   })
   if (res.statusCode !== 201) throw new Error(`setup: run creation failed: ${res.body}`)
 }

@@ -82,7 +82,13 @@ t.test('a run created with every field answers them back as its effective option
       maxTurns: 10,
       maxToolCalls: 100,
       timeoutMs: 60000,
-      maxTotalTokens: 50000
+      maxTotalTokens: 50000,
+      cycleAdvisoryRepetitions: 2,
+      cycleTerminationRepetitions: 0,
+      consecutiveErrorAdvisory: 4,
+      consecutiveErrorTermination: 12,
+      noProgressAdvisory: 0,
+      noProgressTermination: 40
     },
     tools: ['look', 'build'],
     events: 'lifecycle',

@@ -164,7 +164,7 @@ async function runCase (spec: CaseSpec): Promise<Outcome> {
     toolExecution: spec.mode,
     maxConcurrentTools: spec.cap,
     events: 'lifecycle',
-    limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0 }
+    limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0, cycleAdvisoryRepetitions: 0, cycleTerminationRepetitions: 0, consecutiveErrorAdvisory: 0, consecutiveErrorTermination: 0, noProgressAdvisory: 0, noProgressTermination: 0 }
   })
   if (created.status !== 201) throw new Error(`run creation failed: ${JSON.stringify(created.body)}`)
 

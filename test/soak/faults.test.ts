@@ -152,7 +152,7 @@ t.test('under executor faults and resubmissions every call gets exactly one resu
         runId,
         toolExecution: pick(['safeParallel', 'parallel', 'sequential'] as const),
         maxConcurrentTools: 4,
-        limits: { exactToolRepeatTerminationThreshold: 0 }
+        limits: { exactToolRepeatTerminationThreshold: 0, cycleTerminationRepetitions: 0, consecutiveErrorTermination: 0, noProgressTermination: 0 }
       })
       if (made.status !== 201) { unexpected(`create ${runId}: ${made.status} ${made.text.slice(0, 200)}`); continue }
       for (let b = 0; b < BATCHES_PER_RUN; b++) {

@@ -190,6 +190,27 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await store.endRun('nope', now()), undefined)
   })
 
+  t.test('the loop state is kept with the run as written, read back by another client, and freed when the run ends', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const loops = {
+      cycle: { recent: [{ fingerprint: 'a'.repeat(64), tool: 'look' }, { fingerprint: 'b'.repeat(64), tool: 'move' }], periods: [{ matched: 3, advised: true }, { matched: 0, advised: false }] },
+      errors: { count: 2, advised: false, tools: ['fail', 'nosuch'] },
+      noProgress: { key: `${'c'.repeat(64)}:hash`, tool: 'status', count: 9, advised: false },
+      resets: 1
+    }
+    await store.updateRun('r1', (run) => {
+      run.loops = structuredClone(loops)
+      run.admitted = { batchId: 'b1', repeat: run.repeat, toolCalls: 0, loops: structuredClone(loops) }
+    })
+    t.same((await peer.getRun('r1'))?.loops, loops)
+    t.same((await peer.getRun('r1'))?.admitted?.loops, loops)
+    const ended = await peer.endRun('r1', now())
+    t.equal(ended?.loops, undefined, 'the loop streaks are freed')
+    t.equal((await store.getRun('r1'))?.loops, undefined)
+    t.equal((await store.getRun('r1'))?.admitted, null)
+  })
+
   t.test('batch records are kept with their run and only while it exists', async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))

@@ -29,11 +29,13 @@ t.test('the run and aggregate summaries add up the figures of known batches', as
     ]
   })
 
+  const zero = { advisories: 0, terminations: 0 }
   const empty = await post(app, '/v1/runs', { runId: 's0' })
   t.equal(empty.status, 201)
   t.same((await get(app, '/v1/runs/s0/summary')).body, {
     runId: 's0', state: 'active', turns: 0, calls: 0, callsByStatus: {}, epochs: 0, largestEpoch: 0, toolTimeMs: 0, wallTimeMs: 0, timeSavedMs: 0,
-    repeatAdvisories: 0, repeatTerminations: 0, projectionFailures: 0, uncertainWrites: 0, blockedCalls: 0
+    repeatAdvisories: 0, repeatTerminations: 0, projectionFailures: 0, uncertainWrites: 0, blockedCalls: 0,
+    loopDetections: { exact: zero, cycle: zero, errors: zero, no_progress: zero }
   }, 'a run without batches has an all-zero summary')
 
   // s1, batch 1: four overlapping reads (epoch 0), a write (epoch 1), an unknown tool (rejected).

@@ -1,0 +1,121 @@
+import type { CycleState } from './cycle.js'
+import type { ErrorStreak } from './errors.js'
+import type { NoProgressStreak } from './no-progress.js'
+
+/** The loop detectors (SPEC section 15); `exact` is section 6's. */
+export type LoopKind = 'exact' | 'cycle' | 'errors' | 'no_progress'
+
+/** What a detection does: warn the model, or stop the run. */
+export type LoopAction = 'advisory' | 'terminated'
+
+/** The termination reason of each kind. */
+export const LOOP_TERMINATION_REASONS = {
+  exact: 'exact_repeat',
+  cycle: 'repeat_cycle',
+  errors: 'consecutive_errors',
+  no_progress: 'no_progress'
+} as const
+
+export type LoopTerminationReason = (typeof LOOP_TERMINATION_REASONS)[LoopKind]
+
+/** A detector's two limits; 0 disables that action. */
+export interface LoopThresholds {
+  advisory: number
+  termination: number
+}
+
+/** The limits of the three detectors beyond exact repeats, as a run's `limits` holds them. */
+export interface LoopLimits {
+  readonly cycleAdvisoryRepetitions: number
+  readonly cycleTerminationRepetitions: number
+  readonly consecutiveErrorAdvisory: number
+  readonly consecutiveErrorTermination: number
+  readonly noProgressAdvisory: number
+  readonly noProgressTermination: number
+}
+
+/** The limits a run gets when neither it nor the server says otherwise. */
+export const DEFAULT_LOOP_LIMITS: LoopLimits = Object.freeze({
+  cycleAdvisoryRepetitions: 3,
+  cycleTerminationRepetitions: 6,
+  consecutiveErrorAdvisory: 3,
+  consecutiveErrorTermination: 10,
+  noProgressAdvisory: 10,
+  noProgressTermination: 30
+})
+
+/**
+ * A run's loop state beside its exact-repeat streak. `resets` counts
+ * `POST .../messages`: a batch that finishes after a message it did not
+ * start from leaves the streaks the message reset alone.
+ */
+export interface LoopState {
+  cycle: CycleState
+  errors: ErrorStreak
+  noProgress: NoProgressStreak
+  resets: number
+}
+
+/** The loop state of a new run. */
+export function initialLoopState (): LoopState {
+  return {
+    cycle: { recent: [], periods: [{ matched: 0, advised: false }, { matched: 0, advised: false }] },
+    errors: { count: 0, advised: false, tools: [] },
+    noProgress: { key: null, tool: null, count: 0, advised: false },
+    resets: 0
+  }
+}
+
+/** After a genuine user message: every streak starts over. */
+export function resetLoopState (previous: LoopState | undefined): LoopState {
+  const next = initialLoopState()
+  next.resets = (previous?.resets ?? 0) + 1
+  return next
+}
+
+/**
+ * The run's loop state; a record stored before the detectors existed (a
+ * shared store outlives a deploy) has none and starts from nothing.
+ */
+export function loopStateOf (run: { loops?: LoopState }): LoopState {
+  return run.loops ?? initialLoopState()
+}
+
+/** The run's loop limits, the defaults filling what an older record lacks. */
+export function loopLimitsOf (limits: Partial<LoopLimits>): LoopLimits {
+  return {
+    cycleAdvisoryRepetitions: limits.cycleAdvisoryRepetitions ?? DEFAULT_LOOP_LIMITS.cycleAdvisoryRepetitions,
+    cycleTerminationRepetitions: limits.cycleTerminationRepetitions ?? DEFAULT_LOOP_LIMITS.cycleTerminationRepetitions,
+    consecutiveErrorAdvisory: limits.consecutiveErrorAdvisory ?? DEFAULT_LOOP_LIMITS.consecutiveErrorAdvisory,
+    consecutiveErrorTermination: limits.consecutiveErrorTermination ?? DEFAULT_LOOP_LIMITS.consecutiveErrorTermination,
+    noProgressAdvisory: limits.noProgressAdvisory ?? DEFAULT_LOOP_LIMITS.noProgressAdvisory,
+    noProgressTermination: limits.noProgressTermination ?? DEFAULT_LOOP_LIMITS.noProgressTermination
+  }
+}
+
+/** What a streak asks of one call. */
+export type StreakDecision =
+  | { action: 'none' }
+  | { action: 'advisory', count: number }
+  | { action: 'terminate', count: number }
+
+export const NO_DECISION: StreakDecision = Object.freeze({ action: 'none' })
+
+/**
+ * The shared shape of every detector: termination is checked before the
+ * advisory (equal limits terminate), `>=` so a stored streak can never slip
+ * past a limit, and one advisory per streak.
+ */
+export function decide (count: number, advised: boolean, t: LoopThresholds): { decision: StreakDecision, advised: boolean } {
+  if (t.termination > 0 && count >= t.termination) return { decision: { action: 'terminate', count }, advised }
+  if (t.advisory > 0 && count >= t.advisory && !advised) return { decision: { action: 'advisory', count }, advised: true }
+  return { decision: NO_DECISION, advised }
+}
+
+export function assertThresholds (t: LoopThresholds): void {
+  for (const [name, value] of [['advisory', t.advisory], ['termination', t.termination]] as const) {
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new TypeError(`Expected \`thresholds.${name}\` to be a non-negative integer, got ${String(value)}`)
+    }
+  }
+}
