@@ -100,7 +100,9 @@ export class Recovery {
 
   /** One attempt now, outside the schedule and the concurrency bound (an operator asked). */
   async recheck (target: RecoveryTarget): Promise<AttemptOutcome> {
-    return await this.#attempt(target)
+    const outcome = await this.#attempt(target)
+    this.#opts.onAttempt?.(target, outcome)
+    return outcome
   }
 
   close (): void {
@@ -131,6 +133,12 @@ export class Recovery {
     job.attempts++
     const outcome = await this.#attempt(job.target)
     if (this.#closed) return
+    this.#next(job, outcome)
+    // Told once the next attempt is scheduled (or not), so a test's clock can move on at once.
+    this.#opts.onAttempt?.(job.target, outcome)
+  }
+
+  #next (job: Job, outcome: AttemptOutcome): void {
     if (outcome.kind === 'resolved' || outcome.kind === 'gone') {
       this.#jobs.delete(job.target.operationId)
       return
@@ -167,7 +175,6 @@ export class Recovery {
     } finally {
       if (locked) await store.unlock(lock, owner).catch(() => {})
     }
-    this.#opts.onAttempt?.(target, outcome)
     return outcome
   }
 
