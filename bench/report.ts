@@ -57,6 +57,9 @@ export function markdown (r: BenchResults): string {
   for (const p of r.preparation) {
     out.push(`| preparation + fingerprint CPU, ${p.name} | ${n(p.toolgateUs)} µs | ${n(p.referenceUs)} µs (parse, Ajv validate, JCS SHA-256) | ${n(p.ratio)} | ${atMost(p.toolgateUs, p.target, ' µs')} |`)
   }
+  if (r.mcp !== undefined) {
+    out.push(`| one MCP tools/call, CPU of the calling process (filesystem server over stdio) | ${n(r.mcp.toolgateUs)} µs (a one-call batch) | ${n(r.mcp.directUs)} µs (the SDK client's callTool) | ${n(r.mcp.ratio)} | |`)
+  }
   const mem = r.memory
   out.push(`| memory per idle run (RSS growth over ${mem.runs.toLocaleString('en-US')} runs; heap ${n(mem.toolgateHeapBytesPerRun)} B) | ` +
     `${n(mem.toolgateBytesPerRun)} B | ${n(mem.referenceBytesPerRun)} B (a Map of run ids to a 4-field record) | ${n(mem.ratio)} | ${atMost(mem.toolgateBytesPerRun, mem.target, ' B')} |`)

@@ -13,6 +13,8 @@ export interface BenchSettings {
   makespan: { rounds: number, batches: number, maxMs: number, seed: number }
   safety: { rounds: number, batches: number, size: number, keys: number, maxMs: number, seed: number }
   prep: { rounds: number, iterations: number }
+  /** One MCP call through toolgate against the SDK's own call (bench/mcp.ts). */
+  mcp: { rounds: number, iterations: number }
   memory: { runs: number }
   profile: { warmupMs: number, windowMs: number, concurrency: number }
 }
@@ -30,6 +32,7 @@ export const FULL: BenchSettings = {
   // Writes spread over 16 keys: a same-key pair in about a third of the batches.
   safety: { rounds: 3, batches: 24, size: 16, keys: 16, maxMs: 40, seed: 2 },
   prep: { rounds: 5, iterations: 20_000 },
+  mcp: { rounds: 3, iterations: 300 },
   memory: { runs: 100_000 },
   profile: { warmupMs: 1500, windowMs: 6000, concurrency: 50 }
 }
@@ -45,6 +48,7 @@ export const SMOKE: BenchSettings = {
   makespan: { rounds: 1, batches: 3, maxMs: 4, seed: 1 },
   safety: { rounds: 1, batches: 3, size: 8, keys: 2, maxMs: 4, seed: 2 },
   prep: { rounds: 1, iterations: 200 },
+  mcp: { rounds: 1, iterations: 20 },
   memory: { runs: 10_000 },
   profile: { warmupMs: 50, windowMs: 200, concurrency: 2 }
 }
