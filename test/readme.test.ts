@@ -48,6 +48,16 @@ t.test('the README, docs/, the OpenAPI description and the example executor neve
   }
 })
 
+t.test('the docs index and the README list every page of docs/', async (t) => {
+  const index = pages.get('docs/README.md')!
+  for (const page of docPages) {
+    if (page === 'docs/README.md') continue
+    const file = page.slice('docs/'.length)
+    t.ok(index.includes(`](${file})`), `docs/README.md links ${file}`)
+    t.ok(readme.includes(`](${page})`), `README.md links ${page}`)
+  }
+})
+
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to dashes. */
 function anchorOf (heading: string): string {
   return heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')
