@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Services } from '../src/services.js'
 import { answer } from '../schemas/responses.js'
+import { readiness } from '../src/telemetry/health-metrics.js'
 
 const Health = Type.Object({ status: Type.String() })
 
@@ -29,9 +30,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       }
     }
   }, async (_req, reply) => {
-    if (services.draining) return reply.code(503).send({ status: 'draining' })
-    if (!(await services.store.ready().catch(() => false))) return reply.code(503).send({ status: 'store_unavailable' })
-    return { status: 'ready' }
+    const status = await readiness(services)
+    return status === 'ready' ? { status } : reply.code(503).send({ status })
   })
 
   app.get('/metrics', {

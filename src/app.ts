@@ -32,6 +32,7 @@ import { mcpServerRoutes } from '../routes/mcp-servers.js'
 import { McpServerView } from '../schemas/mcp-server.js'
 import { uncertainRoutes } from '../routes/uncertain.js'
 import { approvalRoutes } from '../routes/approvals.js'
+import { readiness, registerReadinessGauge, shedRequestsCounter } from './telemetry/health-metrics.js'
 import { registerOpenApi } from './http/openapi.js'
 
 declare module 'fastify' {
@@ -88,6 +89,8 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
 
   const services = createServices(config, logger, opts)
   app.decorate('services', services)
+  registerReadinessGauge(services.telemetry.metrics.registry, () => readiness(services))
+  const shedRequests = shedRequestsCounter(services.telemetry.metrics.registry)
   const shared = [Problem, Run, ToolDefinition, Receipt, BatchResponse, Summary, McpServerView]
   for (const schema of shared) app.addSchema(schema)
   useSharedCompilers(app, shared)
@@ -100,7 +103,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
     await app.register(underPressure, {
       maxEventLoopDelay: config.maxEventLoopDelayMs,
       sampleInterval: opts.pressureSampleIntervalMs ?? 1000,
-      pressureHandler: shed
+      pressureHandler: async (request, reply) => { await shed(request, reply, shedRequests) }
     })
   }
   registerAuth(app, services.keys, config.metricsAuth)
@@ -127,8 +130,9 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
 }
 
 /** under-pressure's handler: a 503 overloaded problem, except for the routes that must always answer. */
-async function shed (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function shed (request: FastifyRequest, reply: FastifyReply, counted: { inc: () => void }): Promise<void> {
   if (request.routeOptions.url !== undefined && NEVER_SHED.has(request.routeOptions.url)) return
+  counted.inc()
   reply.header('retry-after', String(SHED_RETRY_AFTER_SECONDS))
   throw new ProblemError('overloaded', 'The service is overloaded; retry later.')
 }

@@ -175,6 +175,7 @@ t.test('when the event loop lags past TOOLGATE_MAX_EVENT_LOOP_DELAY_MS work is s
   t.match(String(shed?.headers['content-type']), /application\/problem\+json/)
   t.ok(Number(shed?.headers['retry-after']) > 0)
   t.same(probes, [200, 200, 200], '/healthz, /readyz and /metrics are never shed')
+  t.match((await get(app, '/metrics')).body, /^toolgate_shed_requests_total [1-9]/m, 'shed requests are counted')
   // Once the loop is calm again, work is taken again.
   let back = false
   for (let attempt = 0; attempt < 100 && !back; attempt++) {
@@ -212,6 +213,7 @@ t.test('while draining, new batches get 503 overloaded and /readyz answers 503',
   t.equal(res.status, 503)
   t.equal(res.body.code, 'overloaded')
   t.equal((await get(app, '/readyz')).status, 503)
+  t.match((await get(app, '/metrics')).body, /^toolgate_ready 0$/m, 'and toolgate_ready says so')
   t.equal((await get(app, '/healthz')).status, 200)
   t.equal(ex.calls.length, 0)
   t.equal((await get(app, '/v1/runs/r')).body.counters.turns, 0)
