@@ -14,14 +14,24 @@ signIn.addEventListener('submit', async (event) => {
   session.key = input.value.trim()
   input.value = ''
   try {
-    await api('/v1/runs?limit=1')
+    let target = null
+    try {
+      await api('/v1/runs?limit=1')
+    } catch (err) {
+      // An approver may not read runs, only the inbox: that key signs in to the inbox.
+      if (!(err instanceof ApiError && err.status === 403)) throw err
+      await api('/v1/approvals')
+      target = '#/approvals'
+    }
     document.getElementById('sign-in-error').textContent = ''
-    show()
+    // A new hash renders through hashchange; rendering here as well would draw the view twice.
+    if (target !== null && location.hash !== target) location.hash = target
+    else show()
   } catch (err) {
     session.key = null
     document.getElementById('sign-in-error').textContent = err instanceof ApiError && err.status === 401
       ? 'That key is not valid.'
-      : err instanceof ApiError && err.status === 403 ? 'That key lacks the orchestrator role.' : `Sign-in failed: ${err.message}`
+      : err instanceof ApiError && err.status === 403 ? 'That key lacks the orchestrator and approver roles.' : `Sign-in failed: ${err.message}`
   }
 })
 
