@@ -24,7 +24,7 @@ const ANSWERS: Record<string, (res: ServerResponse) => void | Promise<void>> = {
   stringResult: (res) => json(res, 200, { result: 'true' }),
   allowString: (res) => json(res, 200, { result: { allow: 'true' } }),
   huge: (res) => json(res, 200, { result: true, padding: 'x'.repeat(200_000) }),
-  slow: async (res) => { await sleep(1500); json(res, 200, { result: true }) },
+  slow: async (res) => { await sleep(4000); json(res, 200, { result: true }) },
   reset: (res) => { res.socket?.destroy() }
 }
 
@@ -61,7 +61,7 @@ t.test('the OPA-shaped authorizer allows on true or allow: true, and rejects eve
   const opa = await startOpa(t)
   const ex = await startExecutor(t)
   const { app, logs } = await buildTestApp(t, {
-    config: { authorizerUrl: opa.url, authorizerTimeoutMs: 300 },
+    config: { authorizerUrl: opa.url, authorizerTimeoutMs: 1000 },
     tools: [tool('look', ex.url, { readOnly: true }), tool('build', ex.url, { rewrite: [{ op: 'default', path: '/y', value: 7 }] })]
   })
   const cases: Array<[string, string, string?]> = [
