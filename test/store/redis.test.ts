@@ -89,7 +89,7 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
   t.ok(runTtlAfter <= runTtlMs, `and the run is back to the idle TTL (${runTtlAfter} ms)`)
 
   const keys = (await raw.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort()
-  t.same(keys, ['batches:r1', 'batchids:r1', 'idx:active', 'idx:runs', 'journal:r1', 'op:op_1', 'run:r1'], 'every key is under the prefix')
+  t.same(keys, ['batches:r1', 'batchids:r1', 'idx:active', 'idx:runs', 'journal:r1', 'op:op_1', 'run:r1', 'tenant:acme'], 'every key is under the prefix')
 
   await store.endRun('r1', Date.now())
   t.same(await raw.exists(`${prefix}batchids:r1`, `${prefix}batches:r1`), 0, 'ending the run deletes its batch ids and records')
