@@ -35,7 +35,8 @@ t.test('the run and aggregate summaries add up the figures of known batches', as
   t.same((await get(app, '/v1/runs/s0/summary')).body, {
     runId: 's0', state: 'active', turns: 0, calls: 0, callsByStatus: {}, epochs: 0, largestEpoch: 0, toolTimeMs: 0, wallTimeMs: 0, timeSavedMs: 0,
     repeatAdvisories: 0, repeatTerminations: 0, projectionFailures: 0, uncertainWrites: 0, blockedCalls: 0,
-    loopDetections: { exact: zero, cycle: zero, errors: zero, no_progress: zero }
+    loopDetections: { exact: zero, cycle: zero, errors: zero, no_progress: zero },
+    approvals: { approved: 0, denied: 0, expired: 0 }
   }, 'a run without batches has an all-zero summary')
 
   // s1, batch 1: four overlapping reads (epoch 0), a write (epoch 1), an unknown tool (rejected).

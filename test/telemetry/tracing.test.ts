@@ -116,7 +116,7 @@ t.test("a failed call's span has an error status and error.type; an uncertain wr
   t.equal(poke.attributes[ATTR.callUncertain], true)
 })
 
-t.test('a repeat detection is a kernel.toolrepeatdetected event on the batch span, with tool, action and count only', async (t) => {
+t.test('a repeat detection is a kernel.toolrepeatdetected event on the batch span, with kind, tool, action and count only', async (t) => {
   const ex = await startExecutor(t)
   const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true })] })
   await post(app, '/v1/runs', { runId: 'r1', limits: { exactToolRepeatAdvisoryThreshold: 2, exactToolRepeatTerminationThreshold: 4 } })
@@ -127,8 +127,8 @@ t.test('a repeat detection is a kernel.toolrepeatdetected event on the batch spa
   const batch = one('toolgate.batch')
   const events = batch.events.filter((e) => e.name === REPEAT_EVENT)
   t.same(events.map((e) => e.attributes), [
-    { [ATTR.toolName]: 'look', [ATTR.toolCallId]: 'c2', [ATTR.repeatAction]: 'advisory', [ATTR.repeatCount]: 2 },
-    { [ATTR.toolName]: 'look', [ATTR.toolCallId]: 'c4', [ATTR.repeatAction]: 'terminated', [ATTR.repeatCount]: 4 }
+    { 'toolgate.repeat.kind': 'exact', [ATTR.toolName]: 'look', [ATTR.toolCallId]: 'c2', [ATTR.repeatAction]: 'advisory', [ATTR.repeatCount]: 2 },
+    { 'toolgate.repeat.kind': 'exact', [ATTR.toolName]: 'look', [ATTR.toolCallId]: 'c4', [ATTR.repeatAction]: 'terminated', [ATTR.repeatCount]: 4 }
   ])
   t.equal(batch.attributes[ATTR.terminationReason], 'exact_repeat')
   t.equal(batch.attributes[ATTR.batchOutcome], 'terminated')
