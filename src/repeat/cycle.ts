@@ -1,4 +1,4 @@
-import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from './loops.js'
+import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from './streak.js'
 
 /** The periods a cycle may have: A B A B… and A B C A B C…. */
 export const CYCLE_PERIODS = [2, 3] as const
