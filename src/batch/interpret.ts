@@ -139,6 +139,11 @@ export function interpretActionAnswer (answer: ExecutorAnswer): ActionAnswer {
   }
 }
 
+/** An action call's status from its receipt's: committed is `ok`, uncertain stays `uncertain`, rejected and failed are `error`s. */
+export function actionCallStatus (status: ReceiptStatus): PlainOutcome['status'] {
+  return status === 'committed' ? 'ok' : status === 'uncertain' ? 'uncertain' : 'error'
+}
+
 function revisionOf (body: unknown): string | number | null {
   if (!isObject(body)) return null
   const r = body.stateRevision
