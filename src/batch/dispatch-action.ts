@@ -16,7 +16,7 @@ export interface ActionOutcome {
   details: PlainOutcome['details']
 }
 
-export const PROJECTION_FAILED_CONTENT = '{"error":"projection_failed"}'
+const PROJECTION_FAILED_CONTENT = '{"error":"projection_failed"}'
 
 export interface ActionContext extends DispatchContext {
   store: Store

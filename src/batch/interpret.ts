@@ -61,7 +61,7 @@ export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): Pla
  * else the text of its content items joined by newlines when all are text;
  * else the content array serialized.
  */
-export function toolResultContent (result: ToolCallResult): string {
+function toolResultContent (result: ToolCallResult): string {
   if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent)
   const items = result.content
   let allText = true

@@ -5,9 +5,6 @@ import type { NoProgressStreak } from './no-progress.js'
 /** The loop detectors (SPEC section 15); `exact` is section 6's. */
 export type LoopKind = 'exact' | 'cycle' | 'errors' | 'no_progress'
 
-/** What a detection does: warn the model, or stop the run. */
-export type LoopAction = 'advisory' | 'terminated'
-
 /** The termination reason of each kind. */
 export const LOOP_TERMINATION_REASONS = {
   exact: 'exact_repeat',
