@@ -8,7 +8,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { BatchEngine } from '../src/batch/engine.js'
 import { defaultConfig } from '../src/config.js'
 import { RunService } from '../src/runs/service.js'
 import { MemoryStore } from '../src/store/memory.js'
@@ -37,8 +36,7 @@ if (mode === 'toolgate') {
   const runTtlMs = config.runTtlSeconds * 1000
   // Room for every run, so nothing is evicted while we count.
   const store = new MemoryStore({ runTtlMs, maxRuns: Math.max(config.maxRuns, n + 1), receiptRetentionMs: config.receiptRetentionSeconds * 1000, maxReceipts: config.maxReceipts })
-  // Creating a run never touches the engine (only end and cancel do).
-  const runs = new RunService({ store, engine: null as unknown as BatchEngine, runTtlMs, maxConcurrentTools: config.maxConcurrentTools })
+  const runs = new RunService({ store, runTtlMs, maxConcurrentTools: config.maxConcurrentTools })
   await runs.create('warm', {})
   hold = store
   const before = await settled()

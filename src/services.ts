@@ -106,7 +106,6 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   })
   const runs = new RunService({
     store,
-    engine,
     runTtlMs,
     maxConcurrentTools: config.maxConcurrentTools,
     // The settings carry the limits' own names.

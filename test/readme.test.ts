@@ -2,6 +2,7 @@ import { access, readFile, readdir } from 'node:fs/promises'
 import t from 'tap'
 import { SETTINGS } from '../src/config.js'
 import { ERRORS } from '../src/errors.js'
+import { SEED_VARIABLE } from './seed.js'
 
 const root = new URL('../', import.meta.url)
 const read = (path: string): Promise<string> => readFile(new URL(path, root), 'utf8')
@@ -33,9 +34,10 @@ t.test('the README gives the two commands a newcomer runs', async (t) => {
   t.ok(readme.includes('npm install && npm test'))
 })
 
-t.test('the README links to the reference and tells how the Redis tests find a Redis', async (t) => {
+t.test('the README links to the reference, tells how the Redis tests find a Redis and how a random test is replayed', async (t) => {
   t.ok(readme.includes('](docs/README.md)'))
   t.ok(readme.includes('TOOLGATE_TEST_REDIS_URL'))
+  t.ok(readme.includes(`${SEED_VARIABLE}=N`))
   t.ok(readme.includes('node dist/examples/executor.js'))
 })
 

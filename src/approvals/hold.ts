@@ -4,7 +4,7 @@
  * kept in its run's record, atomically with the run, and answered 202.
  */
 import { performance } from 'node:perf_hooks'
-import type { BatchAnswer, BatchRequest, EngineDeps } from '../batch/engine.js'
+import type { BatchAnswer, BatchRequest, EngineDeps } from '../batch/engine-types.js'
 import { rejectedResult } from '../batch/results.js'
 import type { BatchEvent, CallResult } from '../batch/types.js'
 import { round } from '../events/recorder.js'
@@ -15,15 +15,6 @@ import type { ObserverList } from '../telemetry/types.js'
 import type { Tool } from '../tools/types.js'
 import { type PendingApproval, WAITING_OWNER, type WaitingBatch } from './types.js'
 import { announceHeld, heldIndexes, pendingApprovals, toWaiting } from './waiting.js'
-
-/** What the engine's settings say of approvals. */
-export interface ApprovalSettings {
-  /** How long a held call waits for a decision. */
-  ttlMs: number
-  /** How long after the approvals expire the run stays pinned, should no replica take the batch up at once. */
-  graceMs: number
-  now: () => number
-}
 
 export interface HoldContext {
   deps: EngineDeps

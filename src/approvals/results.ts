@@ -19,7 +19,7 @@ export function deniedResult (call: PreparationOutcome, decision: Decision): Cal
 }
 
 /** How a decision shows in its call's `details.approval`: who (tenant and name, never a key), when, what. */
-export function approvalDetails (d: Decision): Record<string, unknown> {
+function approvalDetails (d: Decision): Record<string, unknown> {
   const out: Record<string, unknown> = { decision: d.expired === true ? 'expired' : d.approve ? 'approved' : 'denied', at: new Date(d.at).toISOString() }
   if (d.by !== null) out.by = d.by
   if (d.reason !== undefined) out.reason = d.reason

@@ -40,7 +40,7 @@ export interface DecisionAnswer { status: 200 | 202, body: string }
  */
 export class ApprovalService {
   readonly waiters = new BatchWaiters()
-  readonly #o: ApprovalServiceOptions
+  readonly #options: ApprovalServiceOptions
   readonly #now: () => number
   readonly #decisions: Counter<'tool' | 'decision'>
   #timer: NodeJS.Timeout | null = null
@@ -48,7 +48,7 @@ export class ApprovalService {
   #sweepFailed = false
 
   constructor (opts: ApprovalServiceOptions) {
-    this.#o = opts
+    this.#options = opts
     this.#now = opts.now ?? Date.now
     this.#decisions = new Counter({
       name: 'toolgate_approvals_total',
@@ -70,7 +70,7 @@ export class ApprovalService {
   /** Every call of the tenant's runs waiting for a decision, oldest request first. */
   async inbox (tenant: string): Promise<InboxEntry[]> {
     const out: InboxEntry[] = []
-    for (const run of await this.#o.store.waitingRuns()) {
+    for (const run of await this.#options.store.waitingRuns()) {
       const w = run.waiting
       if (run.tenant !== tenant || w == null || w.phase !== 'awaiting') continue
       for (const p of pendingApprovals(w)) out.push({ runId: run.runId, batchId: w.batchId, ...p })
@@ -87,13 +87,13 @@ export class ApprovalService {
     const run = await this.#run(by.tenant, runId)
     const w = run.waiting
     if (w?.batchId !== batchId || w.phase !== 'awaiting') {
-      const known = run.inFlight?.batchId === batchId || w?.batchId === batchId || (await this.#o.store.getBatch(runId, batchId)) !== undefined
+      const known = run.inFlight?.batchId === batchId || w?.batchId === batchId || (await this.#options.store.getBatch(runId, batchId)) !== undefined
       if (!known) throw new ProblemError('batch_not_found', `No batch ${batchId} in run ${runId}.`)
       throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
     }
     const edits = await this.#prepareEdits(run, w, decisions)
     const now = this.#now()
-    const taken = await this.#o.engine.takeUpWaiting(runId, batchId, (_r, waiting) => applyDecisions(waiting, decisions, edits, by, now))
+    const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, waiting) => applyDecisions(waiting, decisions, edits, by, now))
     if (taken === undefined) throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
     this.#announce(runId, batchId, taken.value, taken.waiting)
     if (!taken.start) return { status: 202, body: JSON.stringify(awaitingResponse(runId, taken.waiting, taken.run)) }
@@ -113,7 +113,7 @@ export class ApprovalService {
 
   /** A waiting batch of a run just cancelled: every held and waiting call is `cancelled`, and the answer stored. */
   async settleCancelled (runId: string): Promise<void> {
-    const run = await this.#o.store.getRun(runId)
+    const run = await this.#options.store.getRun(runId)
     const w = run?.waiting
     if (run === undefined || w == null || w.phase !== 'awaiting' || run.state === 'active') return
     await this.#takeUpStale(runId, w.batchId)
@@ -123,7 +123,7 @@ export class ApprovalService {
     let ran = 0
     try {
       const now = this.#now()
-      for (const run of await this.#o.store.waitingRuns()) {
+      for (const run of await this.#options.store.waitingRuns()) {
         const w = run.waiting
         if (w == null || w.phase !== 'awaiting' || (w.expiresAt > now && run.state === 'active')) continue
         if (await this.#takeUpStale(run.runId, w.batchId)) ran++
@@ -131,7 +131,7 @@ export class ApprovalService {
       this.#sweepFailed = false
     } catch (err) {
       // Said once per outage, not once a second; the next sweep tries again.
-      if (!this.#sweepFailed) this.#o.logger.warn({ err: { message: (err as Error).message } }, 'approval expiry sweep failed; retrying')
+      if (!this.#sweepFailed) this.#options.logger.warn({ err: { message: (err as Error).message } }, 'approval expiry sweep failed; retrying')
       this.#sweepFailed = true
     }
     return ran
@@ -139,7 +139,7 @@ export class ApprovalService {
 
   async #takeUpStale (runId: string, batchId: string): Promise<boolean> {
     const now = this.#now()
-    const taken = await this.#o.engine.takeUpWaiting(runId, batchId, (_r, w) => expirePending(w, now))
+    const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, w) => expirePending(w, now))
     if (taken === undefined) return false
     this.#announce(runId, batchId, taken.value, taken.waiting)
     if (!taken.start) return false
@@ -148,7 +148,7 @@ export class ApprovalService {
   }
 
   async #runTaken (runId: string, batchId: string, taken: TakenUp<unknown>): Promise<string> {
-    const answer = await this.#o.engine.runTaken(taken, (e) => this.waiters.publish(runId, batchId, e))
+    const answer = await this.#options.engine.runTaken(taken, (e) => this.waiters.publish(runId, batchId, e))
     this.waiters.complete(runId, batchId, answer.body)
     return answer.body
   }
@@ -163,7 +163,7 @@ export class ApprovalService {
       const i = w.calls.findIndex((c) => c.id === e.callId)
       const edited = w.outcomes[i]?.decision?.edited === true
       // Ids and the decision only: never arguments, reasons or who decided.
-      this.#o.logger.info({ runId, batchId, callId: e.callId, tool, decision, ...(edited ? { edited } : {}) }, 'approval decided')
+      this.#options.logger.info({ runId, batchId, callId: e.callId, tool, decision, ...(edited ? { edited } : {}) }, 'approval decided')
     }
   }
 
@@ -182,19 +182,19 @@ export class ApprovalService {
     }
     const edited = decisions.filter((d) => d.approve && d.arguments !== undefined)
     if (edited.length === 0) return edits
-    const outcomes = await prepareBatch(edited.map((d) => ({ id: d.callId, name: w.calls[index.get(d.callId)!]!.name, arguments: d.arguments })), this.#o.tools, {
+    const outcomes = await prepareBatch(edited.map((d) => ({ id: d.callId, name: w.calls[index.get(d.callId)!]!.name, arguments: d.arguments })), this.#options.tools, {
       runId: run.runId,
       tenant: run.tenant,
       allowedTools: run.options.tools === null ? null : new Set(run.options.tools),
       scopes: new Set(w.scopes),
-      maxArgumentBytes: this.#o.maxArgumentBytes
-    }, this.#o.authorizer)
+      maxArgumentBytes: this.#options.maxArgumentBytes
+    }, this.#options.authorizer)
     for (const o of outcomes) edits.set(o.id, storeOutcome(o))
     return edits
   }
 
   async #run (tenant: string, runId: string): Promise<RunRecord> {
-    const run = await this.#o.store.getRun(runId)
+    const run = await this.#options.store.getRun(runId)
     if (run === undefined || run.tenant !== tenant) throw new ProblemError('run_not_found', `No run ${runId}`)
     return run
   }

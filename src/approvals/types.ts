@@ -72,3 +72,12 @@ export interface DecisionInput {
   reason?: string
   arguments?: unknown
 }
+
+/** What the engine's settings say of approvals. */
+export interface ApprovalSettings {
+  /** How long a held call waits for a decision. */
+  ttlMs: number
+  /** How long after the approvals expire the run stays pinned, should no replica take the batch up at once. */
+  graceMs: number
+  now: () => number
+}

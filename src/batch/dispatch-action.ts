@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { PreparedCall } from '../prepare/types.js'
 import { projectReceipt } from '../receipts/projection.js'
-import type { Receipt, ReceiptStatus } from '../receipts/types.js'
+import type { Receipt } from '../receipts/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import type { Store } from '../store/types.js'
 import { type DispatchContext, type PlainOutcome, sendToExecutor } from './dispatch-call.js'
-import { interpretActionAnswer } from './interpret.js'
+import { actionCallStatus, interpretActionAnswer } from './interpret.js'
 import { errorContent } from './content.js'
 
 /** An action call's settled result: a plain outcome, or a projection that failed. */
@@ -16,7 +16,7 @@ export interface ActionOutcome {
   details: PlainOutcome['details']
 }
 
-export const PROJECTION_FAILED_CONTENT = '{"error":"projection_failed"}'
+const PROJECTION_FAILED_CONTENT = '{"error":"projection_failed"}'
 
 export interface ActionContext extends DispatchContext {
   store: Store
@@ -89,7 +89,7 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
  * (a replay says `replayed`).
  */
 export async function actionResult (ctx: ActionContext, call: PreparedCall, operationId: string, receipt: Receipt, shown: Receipt): Promise<DispatchOutcome<ActionOutcome>> {
-  const callStatus = statusOf(receipt.status)
+  const callStatus = actionCallStatus(receipt.status)
   const details: ActionOutcome['details'] = { operationId, receipt: shown }
   // As for a plain tool: a call that could not be sent says so in the reason the host reads.
   if (receipt.status === 'failed' && receipt.result?.error === 'executor_unavailable') details.reason = 'executor_unavailable'
@@ -134,10 +134,6 @@ export function pendingReceipt (ctx: ActionContext, call: PreparedCall, operatio
     dispatch: { disposition: 'dispatched', attempts: 1 },
     timing: { dispatchedAt, completedAt: dispatchedAt, durationMs: 0 }
   }
-}
-
-function statusOf (status: ReceiptStatus): PlainOutcome['status'] {
-  return status === 'committed' ? 'ok' : status === 'uncertain' ? 'uncertain' : 'error'
 }
 
 export { interpretActionAnswer } from './interpret.js'

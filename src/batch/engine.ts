@@ -1,75 +1,21 @@
 import { performance } from 'node:perf_hooks'
-import type { Executor } from '../dispatch/executor.js'
-import { type ApprovalSettings, awaitingResponse } from '../approvals/hold.js'
+import { awaitingResponse } from '../approvals/hold.js'
 import type { WaitingBatch } from '../approvals/types.js'
-import { type RestoredApprovals, hasPending, restoreOutcomes } from '../approvals/waiting.js'
+import { hasPending, restoreOutcomes } from '../approvals/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
 import { EventRecorder } from '../events/recorder.js'
-import type { LineFields } from '../logger.js'
-import type { ExternalAuthorizer } from '../prepare/authorize.js'
-import type { RawCall } from '../prepare/types.js'
-import { type CanonicalText, canonicalJson, canonicalText } from '../repeat/fingerprint.js'
-import { sha256 } from '../repeat/sha256.js'
+import { canonicalText } from '../repeat/fingerprint.js'
 import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
-import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
+import type { RunRecord, TerminationReason } from '../runs/types.js'
 import { StopSwitch } from '../schedule/types.js'
-import { type BatchIdEntry, type Store, holds } from '../store/types.js'
-import type { BatchInfo, Telemetry } from '../telemetry/types.js'
+import { type BatchIdEntry, holds } from '../store/types.js'
+import type { BatchInfo } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
-import type { ToolLookup } from '../tools/types.js'
-import type { UncertainWrites } from '../uncertain/service.js'
 import { BatchRun } from './batch-run.js'
+import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
+import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
 import type { BatchEvent } from './types.js'
-
-export interface EngineDeps {
-  store: Store
-  tools: ToolLookup
-  /** The executor of tools that name none of their own (toolgate's HTTP executor protocol). */
-  http: Executor
-  telemetry: Telemetry
-  authorizer?: ExternalAuthorizer
-  /** Identifies this process in a run's lease. */
-  replicaId: string
-  /** How long a batch lease lasts without renewal. */
-  leaseMs: number
-  /** Largest arguments of one call, as JSON. */
-  maxArgumentBytes: number
-  /** A batch's preparation taking longer than this is reported (`preparationSlow`). */
-  slowPreparationMs?: number
-  /** Called with each batch's contribution to the summaries. */
-  onStats?: (stats: RunStats) => void
-  /** Retry safety across turns (SPEC section 14): told what each batch added and resolved. */
-  uncertain?: UncertainWrites
-  /** Batches with a call of a tool that requires approval wait for decisions (src/approvals); unset, nothing is held. */
-  approvals?: ApprovalSettings
-}
-
-export interface BatchRequest {
-  runId: string
-  tenant: string
-  scopes: ReadonlySet<string>
-  batchId: string
-  calls: RawCall[]
-  usage?: { inputTokens?: number, outputTokens?: number }
-  /**
-   * The provider format the calls came in (src/formats), when they came in
-   * one: the answer then holds `messages` in it. Plain data, so a batch
-   * kept waiting can be stored with it and answered in it later.
-   */
-  format?: string
-  /** The provider marked the response as cut short: every call is rejected, nothing runs. */
-  incomplete?: boolean
-  /** Host-visible events as they happen (server-sent events). */
-  onEvent?: (event: BatchEvent) => void
-  /** Aborted when the client of a streaming request goes away. */
-  signal?: AbortSignal
-  /** The caller's W3C trace context, continued by the batch's spans. */
-  traceparent?: string
-  tracestate?: string
-  /** A batch taken up after it waited for approvals: its calls as prepared, and the decisions on them. */
-  approvals?: RestoredApprovals
-}
 
 type Begin =
   | { kind: 'started', run: RunRecord, turn: number, waiting?: WaitingBatch }
@@ -81,17 +27,6 @@ type Begin =
   | { kind: 'not_found' }
   /** `terminatedNow`: this batch's arrival terminated the run (a limit it would pass). */
   | { kind: 'not_active', reason: TerminationReason | null, terminatedNow: boolean }
-
-/** What `execute` answers: the response as JSON text, and what the request's log line says of the batch. */
-export interface BatchAnswer {
-  body: string
-  /** The stored answer of a batch sent before. */
-  replayed: boolean
-  /** 202 while the batch waits for approvals; 200 when absent. */
-  status?: 200 | 202
-  /** runId, batchId and, for a batch that ran, turn, calls and outcome (the request's line has the duration); never arguments. */
-  log: LineFields
-}
 
 /** A waiting batch after `takeUpWaiting`'s step: `start` when this replica took its lease and must run it. */
 export interface TakenUp<T> { value: T, start: boolean, waiting: WaitingBatch, run: RunRecord }
@@ -357,29 +292,4 @@ function refusal (begin: Exclude<Begin, { kind: 'started' | 'replay' | 'waiting'
 
 function notFound (runId: string): ProblemError {
   return new ProblemError('run_not_found', `No run ${runId}`)
-}
-
-/** A batch's calls as identified on arrival. */
-export interface IdentifiedCalls {
-  /** Tells a resend of these calls from other calls under the same batch id. */
-  requestHash: string
-  /** Each call's raw arguments (`arguments ?? null`) as canonical text. */
-  argumentTexts: CanonicalText[]
-}
-
-/**
- * Identifies a batch's calls, so a reused batch id with other calls is
- * caught: a hash of the JCS form of `[[id, name, arguments ?? null], ...]`,
- * written from each call's canonical arguments, which preparation measures
- * then instead of serializing the arguments once more. `identity`, when
- * given, is the rest of what tells the request apart (its provider format).
- */
-export function identifyCalls (calls: readonly RawCall[], identity?: string): IdentifiedCalls {
-  const argumentTexts = calls.map((c) => canonicalText(c.arguments ?? null))
-  let text = '['
-  for (const [i, c] of calls.entries()) {
-    text += `${i > 0 ? ',' : ''}[${canonicalJson(c.id)},${canonicalJson(c.name)},${argumentTexts[i]!.text}]`
-  }
-  text += identity === undefined ? ']' : `,${canonicalJson(identity)}]`
-  return { requestHash: sha256(text, 'base64url').slice(0, 22), argumentTexts }
 }

@@ -61,7 +61,7 @@ export function interpretAnswer (answer: ExecutorAnswer, readOnly: boolean): Pla
  * else the text of its content items joined by newlines when all are text;
  * else the content array serialized.
  */
-export function toolResultContent (result: ToolCallResult): string {
+function toolResultContent (result: ToolCallResult): string {
   if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent)
   const items = result.content
   let allText = true
@@ -137,6 +137,11 @@ export function interpretActionAnswer (answer: ExecutorAnswer): ActionAnswer {
       return { status: body.status, result: (body.result as Record<string, unknown> | undefined) ?? {}, stateRevision: revisionOf(body), end: 'responded' }
     }
   }
+}
+
+/** An action call's status from its receipt's: committed is `ok`, uncertain stays `uncertain`, rejected and failed are `error`s. */
+export function actionCallStatus (status: ReceiptStatus): PlainOutcome['status'] {
+  return status === 'committed' ? 'ok' : status === 'uncertain' ? 'uncertain' : 'error'
 }
 
 function revisionOf (body: unknown): string | number | null {

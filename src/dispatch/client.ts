@@ -1,13 +1,5 @@
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici'
-
-/** What was sent and what came back, before any tool-level meaning is given to it. */
-export type ExecutorAnswer =
-  /** A definitive HTTP answer (2xx, 3xx or 4xx). `body` is parsed JSON, or undefined when it was not JSON. */
-  | { kind: 'answered', status: number, body: unknown, bodyText: string }
-  /** A definitive failure before the request was sent: the executor never saw it. */
-  | { kind: 'unsent', code: string }
-  /** The request may have reached the executor and no definitive answer came. */
-  | { kind: 'unknown', code: string, status?: number }
+import type { HttpAnswer } from './executor.js'
 
 export interface ExecutorRequest {
   url: string
@@ -53,7 +45,7 @@ class ToolTimeout extends Error {
  */
 class Exchange implements Dispatcher.DispatchHandler {
   readonly #maxBytes: number
-  readonly #resolve: (answer: ExecutorAnswer) => void
+  readonly #resolve: (answer: HttpAnswer) => void
   #controller: Dispatcher.DispatchController | null = null
   #timer: NodeJS.Timeout | null = null
   #timedOut = false
@@ -62,7 +54,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #chunks: Buffer[] = []
   #size = 0
 
-  constructor (maxBytes: number, resolve: (answer: ExecutorAnswer) => void) {
+  constructor (maxBytes: number, resolve: (answer: HttpAnswer) => void) {
     this.#maxBytes = maxBytes
     this.#resolve = resolve
   }
@@ -129,7 +121,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     controller.abort(new ResponseTooLarge('response too large'))
   }
 
-  #settle (answer: ExecutorAnswer): void {
+  #settle (answer: HttpAnswer): void {
     if (this.#settled) return
     this.#settled = true
     if (this.#timer !== null) clearTimeout(this.#timer)
@@ -161,7 +153,7 @@ export class ExecutorClient {
    * Sends one request and answers how it went; never rejects. The tool's
    * timeout covers the whole exchange, queueing for a socket included.
    */
-  post (req: ExecutorRequest): Promise<ExecutorAnswer> {
+  post (req: ExecutorRequest): Promise<HttpAnswer> {
     return new Promise((resolve) => {
       const exchange = new Exchange(this.#opts.maxResponseBytes, resolve)
       try {
@@ -216,7 +208,7 @@ function errorCode (err: unknown, timedOut: boolean): string {
   return typeof code === 'string' ? code : 'request_failed'
 }
 
-function failure (err: unknown, timedOut: boolean): ExecutorAnswer {
+function failure (err: unknown, timedOut: boolean): HttpAnswer {
   // A connect failure says nothing was sent, even when the tool's timeout
   // fired meanwhile; undici may wrap it, so look at the cause as well.
   const own = (err as { code?: unknown })?.code

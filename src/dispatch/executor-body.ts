@@ -1,5 +1,5 @@
 import { jsonString } from '../json-text.js'
-import type { PreparedCall } from '../prepare/types.js'
+import type { ExecutorCall } from './executor.js'
 
 /**
  * The start of every executor request body of one batch: written once per
@@ -18,7 +18,7 @@ export function executorBodyPrefix (runId: string, batchId: string): string {
  * stringifying the whole object per call was its constant part.
  * `argumentsJson` is JSON.stringify(call.arguments), when the caller has it.
  */
-export function executorBody (prefix: string, call: PreparedCall, operationId: string, deadline: string,
+export function executorBody (prefix: string, call: ExecutorCall, operationId: string, deadline: string,
   argumentsJson = JSON.stringify(call.arguments)): string {
   return `${prefix}${jsonString(call.id)},"tool":${jsonString(call.tool.name)},"arguments":${argumentsJson},"operationId":"${operationId}","deadline":"${deadline}"}`
 }

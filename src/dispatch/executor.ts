@@ -1,5 +1,17 @@
-import type { ExecutorAnswer as HttpAnswer } from './client.js'
-import type { PreparedCall } from '../prepare/types.js'
+/**
+ * The executor port. It imports nothing, so a tool can name its executor
+ * (src/tools/types.ts) without preparation's types reaching the executor
+ * kinds behind it: the port holds the part of a prepared call an executor reads.
+ */
+
+/** What an exchange under toolgate's HTTP executor protocol came to (src/dispatch/client.ts). */
+export type HttpAnswer =
+  /** A definitive HTTP answer (2xx, 3xx or 4xx). `body` is parsed JSON, or undefined when it was not JSON. */
+  | { kind: 'answered', status: number, body: unknown, bodyText: string }
+  /** A definitive failure before the request was sent: the executor never saw it. */
+  | { kind: 'unsent', code: string }
+  /** The request may have reached the executor and no definitive answer came. */
+  | { kind: 'unknown', code: string, status?: number }
 
 /**
  * The result of an MCP `tools/call` (the fields toolgate reads): a definitive
@@ -36,6 +48,16 @@ export interface DispatchContext {
   http: Executor
 }
 
+/** What an executor reads of a prepared call (src/prepare/types.ts): a `PreparedCall` is one. */
+export interface ExecutorCall {
+  readonly id: string
+  readonly arguments: Record<string, unknown>
+  readonly tool: {
+    readonly name: string
+    readonly executor: { readonly url: string, readonly timeoutMs: number, readonly via?: Executor }
+  }
+}
+
 /**
  * The executor port: the batch engine hands it a prepared call and gets the
  * exchange's answer, without knowing what kind of executor it spoke to.
@@ -43,11 +65,11 @@ export interface DispatchContext {
  * `argumentsJson` is JSON.stringify of its arguments, when known already.
  */
 export interface Executor {
-  send (ctx: DispatchContext, call: PreparedCall, operationId: string,
+  send (ctx: DispatchContext, call: ExecutorCall, operationId: string,
     trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer>
 }
 
 /** The executor that performs a call: the tool's own (an MCP server's), else the batch's HTTP one. */
-export function executorOf (ctx: DispatchContext, call: PreparedCall): Executor {
+export function executorOf (ctx: DispatchContext, call: ExecutorCall): Executor {
   return call.tool.executor.via ?? ctx.http
 }

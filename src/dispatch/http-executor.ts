@@ -1,7 +1,6 @@
-import type { PreparedCall } from '../prepare/types.js'
 import { IsoTime } from '../events/iso-time.js'
-import type { ExecutorClient, ExecutorAnswer } from './client.js'
-import type { DispatchContext, Executor } from './executor.js'
+import type { ExecutorClient } from './client.js'
+import type { DispatchContext, Executor, ExecutorCall, HttpAnswer } from './executor.js'
 import { executorBody } from './executor-body.js'
 
 const DEADLINES = new IsoTime()
@@ -18,8 +17,8 @@ export class HttpExecutor implements Executor {
     this.#client = client
   }
 
-  send (ctx: DispatchContext, call: PreparedCall, operationId: string,
-    trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
+  send (ctx: DispatchContext, call: ExecutorCall, operationId: string,
+    trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<HttpAnswer> {
     const timeoutMs = call.tool.executor.timeoutMs
     return this.#client.post({
       url: call.tool.executor.url,

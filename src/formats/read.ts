@@ -51,8 +51,3 @@ export function tokenCount (value: unknown, path: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw shapeError(path, 'must be a non-negative integer')
   return value
 }
-
-/** JSON pointer escaping of one reference token (RFC 6901). */
-export function token (key: string | number): string {
-  return typeof key === 'number' ? String(key) : key.replaceAll('~', '~0').replaceAll('/', '~1')
-}

@@ -15,7 +15,7 @@ export function jsonDepthExceeds (value: unknown, limit: number): boolean {
  * downstream can hold or write back). Recursive, without allocating: the
  * recursion stops one level past `limit`, so it stays shallow.
  */
-export function bodyProblem (value: unknown, limit: number): 'depth' | 'number' | null {
+function bodyProblem (value: unknown, limit: number): 'depth' | 'number' | null {
   return problemOf(value, 0, limit)
 }
 

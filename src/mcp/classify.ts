@@ -39,7 +39,7 @@ export function classifyCallError (err: unknown): ExecutorAnswer {
 }
 
 /** A connect-level failure (fetch's TypeError wraps it in `cause`): nothing was sent. */
-export function unsentCode (err: unknown): string | null {
+function unsentCode (err: unknown): string | null {
   const own = (err as { code?: unknown })?.code
   const cause = (err as { cause?: { code?: unknown } })?.cause?.code
   if (typeof own === 'string' && UNSENT_CODES.has(own)) return own

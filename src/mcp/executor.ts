@@ -1,5 +1,4 @@
-import type { DispatchContext, Executor, ExecutorAnswer } from '../dispatch/executor.js'
-import type { PreparedCall } from '../prepare/types.js'
+import type { DispatchContext, Executor, ExecutorAnswer, ExecutorCall } from '../dispatch/executor.js'
 import type { McpConnection } from './connection.js'
 
 /**
@@ -16,7 +15,7 @@ export class McpToolExecutor implements Executor {
     this.#remoteName = remoteName
   }
 
-  send (_ctx: DispatchContext, call: PreparedCall, operationId: string): Promise<ExecutorAnswer> {
+  send (_ctx: DispatchContext, call: ExecutorCall, operationId: string): Promise<ExecutorAnswer> {
     return this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs)
   }
 }

@@ -29,12 +29,12 @@ const MAX_DESCRIPTION = 8192
 const HAS_IDEMPOTENT = 'idempotent' in ToolDefinitionSchema.properties
 
 /** toolgate's name for the executor of an imported tool, shown as its executor URL. */
-export function mcpToolUrl (server: string, remoteName: string): string {
+function mcpToolUrl (server: string, remoteName: string): string {
   return `mcp://${server}/${encodeURIComponent(remoteName)}`
 }
 
 /** Whether the server's own tool name passes `include` and `exclude`. */
-export function selected (settings: ImportSettings, remoteName: string): boolean {
+function selected (settings: ImportSettings, remoteName: string): boolean {
   return (settings.include === null || settings.include.includes(remoteName)) && !settings.exclude.includes(remoteName)
 }
 

@@ -7,7 +7,7 @@ import type { Tool, ToolLookup } from '../tools/types.js'
 import type { StageResult } from './types.js'
 
 /** The deepest nesting of objects and arrays accepted in arguments (SPEC section 9). */
-export const DEFAULT_MAX_DEPTH = 64
+const DEFAULT_MAX_DEPTH = 64
 
 type Args = Record<string, unknown>
 

@@ -3,6 +3,7 @@
  * template compiled once at registration, resolved against each call's
  * prepared arguments.
  */
+import { canonicalJson } from '../repeat/fingerprint.js'
 import type { ConflictKeyPart } from '../tools/types.js'
 import { formatPointer, getAtPointer, parsePointer } from './json-pointer.js'
 import type { StageResult } from './types.js'
@@ -47,28 +48,13 @@ export function compileConflictKey (template: string): ConflictKeyPart[] {
   return parts
 }
 
-/**
- * JSON with object keys sorted, so that two calls whose objects differ only
- * in key order get the same key (and so never overlap).
- */
-function stableStringify (value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`
-  const record = value as Record<string, unknown>
-  const members: string[] = []
-  for (const key of Object.keys(record).sort()) {
-    if (record[key] === undefined) continue
-    members.push(`${JSON.stringify(key)}:${stableStringify(record[key])}`)
-  }
-  return `{${members.join(',')}}`
-}
-
 function keyText (value: unknown): string {
   switch (typeof value) {
     case 'string': return value
     case 'number':
     case 'boolean': return String(value)
-    default: return stableStringify(value)
+    // JSON with members sorted (RFC 8785): objects that differ only in key order get the same key, and so never overlap.
+    default: return canonicalJson(value)
   }
 }
 

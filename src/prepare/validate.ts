@@ -7,7 +7,7 @@ import type { Tool } from '../tools/types.js'
 import type { StageResult } from './types.js'
 
 /** At most this many schema errors are named in a rejection message. */
-export const MAX_REPORTED_ERRORS = 5
+const MAX_REPORTED_ERRORS = 5
 
 export interface ValidateOptions {
   /**

@@ -1,7 +1,7 @@
-import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from './loops.js'
+import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from './streak.js'
 
 /** The periods a cycle may have: A B A B… and A B C A B C…. */
-export const CYCLE_PERIODS = [2, 3] as const
+const CYCLE_PERIODS = [2, 3] as const
 
 /** The most recent tracked calls a cycle looks back on: one period of the longest. */
 const MEMORY = 3

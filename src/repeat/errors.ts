@@ -1,4 +1,4 @@
-import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from './loops.js'
+import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from './streak.js'
 
 /** The most tool names an error streak keeps for its policy message. */
 const MAX_TOOLS = 3

@@ -3,7 +3,7 @@ import { sha256 } from './sha256.js'
 const FINGERPRINT_PATTERN = /^[0-9a-f]{64}$/
 
 /** How many hex characters of a fingerprint telemetry may show. */
-export const FINGERPRINT_PREFIX_LENGTH = 12
+const FINGERPRINT_PREFIX_LENGTH = 12
 
 /**
  * The RFC 8785 (JCS) form of a JSON value, in one pass: members sorted by

@@ -5,9 +5,6 @@ import type { NoProgressStreak } from './no-progress.js'
 /** The loop detectors (SPEC section 15); `exact` is section 6's. */
 export type LoopKind = 'exact' | 'cycle' | 'errors' | 'no_progress'
 
-/** What a detection does: warn the model, or stop the run. */
-export type LoopAction = 'advisory' | 'terminated'
-
 /** The termination reason of each kind. */
 export const LOOP_TERMINATION_REASONS = {
   exact: 'exact_repeat',
@@ -17,12 +14,6 @@ export const LOOP_TERMINATION_REASONS = {
 } as const
 
 export type LoopTerminationReason = (typeof LOOP_TERMINATION_REASONS)[LoopKind]
-
-/** A detector's two limits; 0 disables that action. */
-export interface LoopThresholds {
-  advisory: number
-  termination: number
-}
 
 /** The limits of the three detectors beyond exact repeats, as a run's `limits` holds them. */
 export interface LoopLimits {
@@ -90,32 +81,5 @@ export function loopLimitsOf (limits: Partial<LoopLimits>): LoopLimits {
     consecutiveErrorTermination: limits.consecutiveErrorTermination ?? DEFAULT_LOOP_LIMITS.consecutiveErrorTermination,
     noProgressAdvisory: limits.noProgressAdvisory ?? DEFAULT_LOOP_LIMITS.noProgressAdvisory,
     noProgressTermination: limits.noProgressTermination ?? DEFAULT_LOOP_LIMITS.noProgressTermination
-  }
-}
-
-/** What a streak asks of one call. */
-export type StreakDecision =
-  | { action: 'none' }
-  | { action: 'advisory', count: number }
-  | { action: 'terminate', count: number }
-
-export const NO_DECISION: StreakDecision = Object.freeze({ action: 'none' })
-
-/**
- * The shared shape of every detector: termination is checked before the
- * advisory (equal limits terminate), `>=` so a stored streak can never slip
- * past a limit, and one advisory per streak.
- */
-export function decide (count: number, advised: boolean, t: LoopThresholds): { decision: StreakDecision, advised: boolean } {
-  if (t.termination > 0 && count >= t.termination) return { decision: { action: 'terminate', count }, advised }
-  if (t.advisory > 0 && count >= t.advisory && !advised) return { decision: { action: 'advisory', count }, advised: true }
-  return { decision: NO_DECISION, advised }
-}
-
-export function assertThresholds (t: LoopThresholds): void {
-  for (const [name, value] of [['advisory', t.advisory], ['termination', t.termination]] as const) {
-    if (!Number.isSafeInteger(value) || value < 0) {
-      throw new TypeError(`Expected \`thresholds.${name}\` to be a non-negative integer, got ${String(value)}`)
-    }
   }
 }

@@ -1,4 +1,4 @@
-import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from './loops.js'
+import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from './streak.js'
 import { sha256 } from './sha256.js'
 
 /** A run's streak of identical answers to one exempt call. */

@@ -1,3 +1,5 @@
+import type { LoopThresholds, StreakDecision } from './streak.js'
+
 /** A run's exact-repeat sequence: the last tracked fingerprint and its streak. */
 export interface RepeatState {
   fingerprint: string | null
@@ -7,10 +9,7 @@ export interface RepeatState {
 }
 
 /** The run's thresholds; 0 disables the corresponding action. */
-export interface RepeatThresholds {
-  advisory: number
-  termination: number
-}
+export type RepeatThresholds = LoopThresholds
 
 /**
  * One call of a batch, in source order. `tracked` is the tool's
@@ -21,11 +20,8 @@ export interface TrackedCall {
   tracked: boolean
 }
 
-/** What the repeat policy asks of one call. */
-export type RepeatDecision =
-  | { action: 'none' }
-  | { action: 'advisory', count: number }
-  | { action: 'terminate', count: number }
+/** What the repeat policy asks of one call: a streak's decision, as every loop detector's. */
+export type RepeatDecision = StreakDecision
 
 /** The outcome of walking one batch: the state to store and one decision per call. */
 export interface RepeatOutcome {

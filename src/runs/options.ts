@@ -2,8 +2,8 @@ import type { CreateRunInput } from '../../schemas/run.js'
 import { DEFAULT_LOOP_LIMITS, type LoopLimits } from '../repeat/loops.js'
 import type { RunLimits, RunOptions } from './types.js'
 
-export const DEFAULT_ADVISORY_THRESHOLD = 3
-export const DEFAULT_TERMINATION_THRESHOLD = 8
+const DEFAULT_ADVISORY_THRESHOLD = 3
+const DEFAULT_TERMINATION_THRESHOLD = 8
 
 const DEFAULT_LIMITS: RunLimits = limitsWith(DEFAULT_LOOP_LIMITS)
 /** The default limits for each set of server loop defaults (one per process in practice). */

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import type { CreateRunInput } from '../../schemas/run.js'
-import type { BatchEngine } from '../batch/engine.js'
 import { ProblemError } from '../errors.js'
 import { StoreFullError } from '../store/memory.js'
 import type { Store } from '../store/types.js'
@@ -14,7 +13,6 @@ import { type RunView, runView } from './view.js'
 
 export interface RunServiceOptions {
   store: Store
-  engine: BatchEngine
   runTtlMs: number
   maxConcurrentTools: number
   /** The server's defaults of the loop limits (from the environment). */
@@ -27,21 +25,21 @@ export interface RunServiceOptions {
 
 /** Run life cycle behind the routes: create, read, end, cancel, messages. */
 export class RunService {
-  readonly #o: RunServiceOptions
+  readonly #options: RunServiceOptions
 
   constructor (opts: RunServiceOptions) {
-    this.#o = opts
+    this.#options = opts
   }
 
   view (run: RunRecord): RunView {
-    return runView(run, this.#o.runTtlMs)
+    return runView(run, this.#options.runTtlMs)
   }
 
   async create (tenant: string, input: CreateRunInput): Promise<RunView> {
-    const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#o.maxConcurrentTools, this.#o.loopDefaults), Date.now())
+    const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#options.maxConcurrentTools, this.#options.loopDefaults), Date.now())
     let created: boolean
     try {
-      created = await this.#o.store.createRun(run)
+      created = await this.#options.store.createRun(run)
     } catch (err) {
       if (err instanceof StoreFullError) throw new ProblemError('overloaded', 'Too many runs are busy; try again later.')
       throw err
@@ -55,27 +53,27 @@ export class RunService {
    * them. A run past its timeoutMs reads as terminated by it, and is stored so.
    */
   async get (tenant: string, runId: string): Promise<RunRecord> {
-    const run = await this.#o.store.getRun(runId)
+    const run = await this.#options.store.getRun(runId)
     if (run === undefined || run.tenant !== tenant) throw notFound(runId)
     if (run.state !== 'active' || !deadlinePassed(run, Date.now())) return run
-    const result = await this.#o.store.updateRun(runId, (r) => ({ run: r, timedOut: applyDeadline(r, Date.now()) }))
+    const result = await this.#options.store.updateRun(runId, (r) => ({ run: r, timedOut: applyDeadline(r, Date.now()) }))
     if (!result.found) throw notFound(runId)
-    if (result.value.timedOut) this.#o.onTimedOut?.(runId)
+    if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     return result.value.run
   }
 
   async end (tenant: string, runId: string): Promise<RunView> {
     await this.get(tenant, runId)
     // Stored before it is published, as cancel does: the batch that hears it must find the run ended, never still active.
-    const run = await this.#o.store.endRun(runId, Date.now())
+    const run = await this.#options.store.endRun(runId, Date.now())
     if (run === undefined) throw notFound(runId)
-    await this.#o.store.publishCancel(runId, 'ended').catch(() => {})
+    await this.#options.store.publishCancel(runId, 'ended').catch(() => {})
     return this.view(run)
   }
 
   /** Cancels the batch in flight, if any, and sets the run to `cancelled`. A run already stopped is left as it is. */
   async cancel (tenant: string, runId: string): Promise<RunView> {
-    const result = await this.#o.store.updateRun(runId, (run) => {
+    const result = await this.#options.store.updateRun(runId, (run) => {
       // Thrown, not returned: a throw leaves another tenant's run untouched.
       if (run.tenant !== tenant) throw notFound(runId)
       const timedOut = applyDeadline(run, Date.now())
@@ -86,16 +84,16 @@ export class RunService {
       return { run, timedOut }
     })
     if (!result.found) throw notFound(runId)
-    if (result.value.timedOut) this.#o.onTimedOut?.(runId)
+    if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     // The state is stored: a replica that misses this message sees it at its batch's next lease renewal.
-    await this.#o.store.publishCancel(runId, 'cancelled').catch(() => {})
-    if (result.value.run.waiting?.phase === 'awaiting') await this.#o.onCancelledWaiting?.(runId)
+    await this.#options.store.publishCancel(runId, 'cancelled').catch(() => {})
+    if (result.value.run.waiting?.phase === 'awaiting') await this.#options.onCancelledWaiting?.(runId)
     return this.view(result.value.run)
   }
 
   /** A genuine user message reached the model: the exact-repeat streak and every loop streak start over. */
   async message (tenant: string, runId: string): Promise<RunView> {
-    const result = await this.#o.store.updateRun(runId, (run) => {
+    const result = await this.#options.store.updateRun(runId, (run) => {
       if (run.tenant !== tenant) throw notFound(runId)
       const timedOut = applyDeadline(run, Date.now())
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut }
@@ -109,7 +107,7 @@ export class RunService {
       return { kind: 'ok' as const, run, timedOut }
     })
     if (!result.found) throw notFound(runId)
-    if (result.value.timedOut) this.#o.onTimedOut?.(runId)
+    if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     if (result.value.kind === 'not_active') {
       throw new ProblemError('run_not_active', `The run is not active (${result.value.reason ?? 'unknown'}).`, { terminationReason: result.value.reason })
     }

@@ -9,6 +9,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { post, tool } from '../helper.js'
 import { approvalApp, decide, newRun } from './helpers.js'
+import { seeded } from '../seed.js'
 
 type Choice = 'approve' | 'deny' | 'edit'
 interface Spec { tool: 'look' | 'note' | 'mail' | 'pay' | 'nope', k: string, choice: Choice, edit: string }
@@ -116,7 +117,7 @@ t.test('approval-required calls mixed into random batches', async (t) => {
     const before = sentFor().length
     const replay = await post(app, `/v1/runs/${runId}/batches`, body)
     if (replay.status !== 200 || JSON.stringify(replay.body) !== JSON.stringify(final.body) || sentFor().length !== before) throw new Error('the resend did not replay')
-  }), { numRuns: 30 })
+  }), seeded(t, { numRuns: 30 }))
   t.equal(cases, 30)
   t.ok(heldCases > 10, `${heldCases} of the cases held calls for approval`)
 })

@@ -5,8 +5,9 @@ import { IsoTime } from '../../src/events/iso-time.js'
 import type { PreparedCall } from '../../src/prepare/types.js'
 import { operationId } from '../../src/receipts/operation-id.js'
 import { fingerprint } from '../../src/repeat/fingerprint.js'
+import { seeded } from '../seed.js'
 
-t.test('writes exactly what JSON.stringify writes for the body object, whatever the ids, names and arguments', async () => {
+t.test('writes exactly what JSON.stringify writes for the body object, whatever the ids, names and arguments', async (t) => {
   const iso = new IsoTime()
   fc.assert(fc.property(
     fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }),
@@ -21,5 +22,5 @@ t.test('writes exactly what JSON.stringify writes for the body object, whatever 
       return executorBody(prefix, call, opId, deadline) === expected &&
         executorBody(prefix, call, opId, deadline, JSON.stringify(args)) === expected
     }
-  ), { numRuns: 2000 })
+  ), seeded(t, { numRuns: 2000 }))
 })

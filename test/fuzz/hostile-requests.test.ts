@@ -9,6 +9,7 @@ import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, startExecutor, tool, type TestExecutor } from '../helper.js'
 import type { ToolDefinition } from '../../src/tools/types.js'
+import { seeded } from '../seed.js'
 
 // Bounded work, not a deadline: room for a loaded 2-core machine beyond tap's 120 s default.
 t.setTimeout(300_000)
@@ -293,9 +294,6 @@ t.test('generated hostile requests never get a 5xx, never crash, change nothing 
   const { app, logs } = await buildTestApp(t, { keysDoc, config: { bodyLimitBytes: BODY_LIMIT, maxCallsPerBatch: 16, logLevel: 'error' }, tools: TOOLS(ex.url) })
   const h: Harness = { app, logs, ex, runId: '', sent: 0, slowest: { ms: 0, what: '' }, refused: 0, accepted: 0 }
   await newRun(h)
-  // FUZZ_SEED replays a run that failed.
-  const seed = process.env.FUZZ_SEED === undefined ? Date.now() : Number(process.env.FUZZ_SEED)
-  t.comment(`fast-check seed ${seed}`)
   // A counterexample can be megabytes of nesting: report it cut short.
   const reporter = (details: fc.RunDetails<unknown>): void => {
     if (!details.failed) return
@@ -303,7 +301,8 @@ t.test('generated hostile requests never get a 5xx, never crash, change nothing 
     const cause = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
     throw new Error(`seed ${details.seed}, path ${details.counterexamplePath ?? ''}: ${cause.slice(0, 2000)}\ncounterexample: ${example.slice(0, 2000)}${example.length > 2000 ? '…' : ''}`)
   }
-  const params = (numRuns: number): fc.Parameters<unknown> => ({ numRuns, seed, endOnFailure: true, asyncReporter: async (d) => reporter(d) })
+  const base = seeded<unknown>(t, { endOnFailure: true, asyncReporter: async (d) => reporter(d) })
+  const params = (numRuns: number): fc.Parameters<unknown> => ({ ...base, numRuns })
 
   // 1. Raw bodies of every kind, to every route.
   await timed(h, t, async () => fc.assert(fc.asyncProperty(fc.constantFrom(...ROUTES), runParam, toolParam, opParam, rawBody, authorization, contentType, async ([method, path], run, tl, op, body, auth, type) => {

@@ -3,6 +3,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import canonicalizeModule from 'canonicalize'
 import { canonicalJson, canonicalText, fingerprint, fingerprintOfText, fingerprintPrefix } from '../../src/repeat/fingerprint.js'
+import { seeded } from '../seed.js'
 
 // The canonicalize package (RFC 8785), as the oracle. It is CommonJS typed as `export default`: accept either shape.
 type Serialize = (input: unknown) => string | undefined
@@ -220,7 +221,7 @@ t.test('agrees with the canonicalize package on any JSON value, and reads back a
     const text = canonicalJson(value)
     t.equal(text, serialize(value))
     t.same(JSON.parse(text), value)
-  }), { numRuns: 2000 })
+  }), seeded(t, { numRuns: 2000 }))
   // Object keys that sort differently by code unit than by code point (surrogates above U+E000).
   t.equal(canonicalJson({ '\uE000': 1, '\uD83D\uDE00': 2 }), serialize({ '\uE000': 1, '\uD83D\uDE00': 2 }))
   const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${(i * 7919) % 40}`, i]))
@@ -238,7 +239,7 @@ function sortedCopy (value: unknown): unknown {
 t.test('values already in canonical order (written by JSON.stringify) agree with the canonicalize package too', async t => {
   fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary', maxDepth: 6 }), (value) => {
     t.equal(canonicalJson(sortedCopy(value)), serialize(value))
-  }), { numRuns: 2000 })
+  }), seeded(t, { numRuns: 2000 }))
   // Integer-like keys are listed in numeric order by the engine, which is not code-unit order.
   t.equal(canonicalJson({ 9: 'a', 10: 'b', x: 'c' }), '{"10":"b","9":"a","x":"c"}')
   t.equal(canonicalJson({ a: [1, 'two', null, true, { b: -0, c: 1e21 }] }), '{"a":[1,"two",null,true,{"b":0,"c":1e+21}]}')
@@ -255,7 +256,7 @@ t.test('canonicalText is canonicalJson, and says plain only when JSON.stringify 
     // RFC 8785 only reorders members: the length, which the argument size limit reads, is JSON.stringify's.
     return text === canonicalJson(v) && (!plain || text === JSON.stringify(v)) &&
       Buffer.byteLength(text) === Buffer.byteLength(JSON.stringify(v))
-  }), { numRuns: 1000 })
+  }), seeded(t, { numRuns: 1000 }))
   t.same(canonicalText({ a: 1, b: [2] }), { text: '{"a":1,"b":[2]}', plain: true })
   t.same(canonicalText({ b: 1, a: 2 }), { text: '{"a":2,"b":1}', plain: false })
   t.throws(() => canonicalText(undefined), TypeError)
@@ -266,6 +267,6 @@ t.test('fingerprintOfText, given canonicalJson of the arguments, is the fingerpr
   fc.assert(fc.property(fc.string({ unit: 'binary' }), fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 }), (name, args) => {
     const expected = createHash('sha256').update(canonicalJson([name, args])).digest('hex')
     return fingerprintOfText(name, canonicalJson(args)) === expected && fingerprint(name, args) === expected
-  }), { numRuns: 1000 })
+  }), seeded(t, { numRuns: 1000 }))
   t.throws(() => fingerprintOfText(1 as unknown as string, '{}'), TypeError)
 })

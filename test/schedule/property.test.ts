@@ -14,6 +14,7 @@ import type { BatchResponse, CallResult } from '../../src/batch/types.js'
 import type { ExecutionHint, ToolDefinition } from '../../src/tools/types.js'
 import type { ToolExecutionMode } from '../../src/schedule/types.js'
 import { waitFor } from './harness.js'
+import { seeded } from '../seed.js'
 
 /** How many random batches each property runs (at least 1,000 in all). */
 const RUNS = { plain: Number(process.env.PROP_RUNS ?? 600), uncertain: Number(process.env.PROP_RUNS ?? 200), cancelled: Number(process.env.PROP_RUNS ?? 400) }
@@ -405,7 +406,7 @@ function checkCancellation (spec: CaseSpec, o: Outcome, results: CallResult[], e
 // --- the runs ---------------------------------------------------------------
 
 /** Runs one property and says what its batches exercised, so a generator that drifts shows. */
-async function property (t: { pass: (message: string) => unknown }, arb: fc.Arbitrary<CaseSpec>, numRuns: number): Promise<void> {
+async function property (t: { pass: (message: string) => unknown, comment: (message: string) => void }, arb: fc.Arbitrary<CaseSpec>, numRuns: number): Promise<void> {
   const t0 = performance.now()
   const seen = new Map<string, number>()
   await fc.assert(fc.asyncProperty(arb, async (spec) => {
@@ -413,7 +414,7 @@ async function property (t: { pass: (message: string) => unknown }, arb: fc.Arbi
     check(spec, outcome)
     const statuses = new Set(outcome.status === 200 ? outcome.body.results.map((r) => r.status) : ['refused'])
     for (const s of statuses) seen.set(s, (seen.get(s) ?? 0) + 1)
-  }), { numRuns })
+  }), seeded(t, { numRuns }))
   const mix = [...seen].sort().map(([s, n]) => `${s} ${n}`).join(', ')
   t.pass(`${numRuns} random batches in ${Math.round(performance.now() - t0)} ms; batches with a call ${mix}`)
 }

@@ -1,0 +1,77 @@
+/**
+ * What the batch engine is given and answers, shared by its phases (the
+ * engine, a started batch's run, the hold for approvals) so none of them
+ * imports another for its types.
+ */
+import type { ApprovalSettings } from '../approvals/types.js'
+import type { RestoredApprovals } from '../approvals/waiting.js'
+import type { Executor } from '../dispatch/executor.js'
+import type { LineFields } from '../logger.js'
+import type { ExternalAuthorizer } from '../prepare/authorize.js'
+import type { RawCall } from '../prepare/types.js'
+import type { RunStats } from '../runs/types.js'
+import type { Store } from '../store/types.js'
+import type { Telemetry } from '../telemetry/types.js'
+import type { ToolLookup } from '../tools/types.js'
+import type { UncertainWrites } from '../uncertain/service.js'
+import type { BatchEvent } from './types.js'
+
+export interface EngineDeps {
+  store: Store
+  tools: ToolLookup
+  /** The executor of tools that name none of their own (toolgate's HTTP executor protocol). */
+  http: Executor
+  telemetry: Telemetry
+  authorizer?: ExternalAuthorizer
+  /** Identifies this process in a run's lease. */
+  replicaId: string
+  /** How long a batch lease lasts without renewal. */
+  leaseMs: number
+  /** Largest arguments of one call, as JSON. */
+  maxArgumentBytes: number
+  /** A batch's preparation taking longer than this is reported (`preparationSlow`). */
+  slowPreparationMs?: number
+  /** Called with each batch's contribution to the summaries. */
+  onStats?: (stats: RunStats) => void
+  /** Retry safety across turns (SPEC section 14): told what each batch added and resolved. */
+  uncertain?: UncertainWrites
+  /** Batches with a call of a tool that requires approval wait for decisions (src/approvals); unset, nothing is held. */
+  approvals?: ApprovalSettings
+}
+
+export interface BatchRequest {
+  runId: string
+  tenant: string
+  scopes: ReadonlySet<string>
+  batchId: string
+  calls: RawCall[]
+  usage?: { inputTokens?: number, outputTokens?: number }
+  /**
+   * The provider format the calls came in (src/formats), when they came in
+   * one: the answer then holds `messages` in it. Plain data, so a batch
+   * kept waiting can be stored with it and answered in it later.
+   */
+  format?: string
+  /** The provider marked the response as cut short: every call is rejected, nothing runs. */
+  incomplete?: boolean
+  /** Host-visible events as they happen (server-sent events). */
+  onEvent?: (event: BatchEvent) => void
+  /** Aborted when the client of a streaming request goes away. */
+  signal?: AbortSignal
+  /** The caller's W3C trace context, continued by the batch's spans. */
+  traceparent?: string
+  tracestate?: string
+  /** A batch taken up after it waited for approvals: its calls as prepared, and the decisions on them. */
+  approvals?: RestoredApprovals
+}
+
+/** What `execute` answers: the response as JSON text, and what the request's log line says of the batch. */
+export interface BatchAnswer {
+  body: string
+  /** The stored answer of a batch sent before. */
+  replayed: boolean
+  /** 202 while the batch waits for approvals; 200 when absent. */
+  status?: 200 | 202
+  /** runId, batchId and, for a batch that ran, turn, calls and outcome (the request's line has the duration); never arguments. */
+  log: LineFields
+}

@@ -1,0 +1,28 @@
+import { type CanonicalText, canonicalJson, canonicalText } from '../repeat/fingerprint.js'
+import { sha256 } from '../repeat/sha256.js'
+import type { RawCall } from '../prepare/types.js'
+
+/** A batch's calls as identified on arrival. */
+export interface IdentifiedCalls {
+  /** Tells a resend of these calls from other calls under the same batch id. */
+  requestHash: string
+  /** Each call's raw arguments (`arguments ?? null`) as canonical text. */
+  argumentTexts: CanonicalText[]
+}
+
+/**
+ * Identifies a batch's calls, so a reused batch id with other calls is
+ * caught: a hash of the JCS form of `[[id, name, arguments ?? null], ...]`,
+ * written from each call's canonical arguments, which preparation measures
+ * then instead of serializing the arguments once more. `identity`, when
+ * given, is the rest of what tells the request apart (its provider format).
+ */
+export function identifyCalls (calls: readonly RawCall[], identity?: string): IdentifiedCalls {
+  const argumentTexts = calls.map((c) => canonicalText(c.arguments ?? null))
+  let text = '['
+  for (const [i, c] of calls.entries()) {
+    text += `${i > 0 ? ',' : ''}[${canonicalJson(c.id)},${canonicalJson(c.name)},${argumentTexts[i]!.text}]`
+  }
+  text += identity === undefined ? ']' : `,${canonicalJson(identity)}]`
+  return { requestHash: sha256(text, 'base64url').slice(0, 22), argumentTexts }
+}
