@@ -73,6 +73,13 @@ interface HeldValue extends StoredReceipt { pending?: string }
 interface CancelMessage { runId: string, reason: CancelReason, origin: string }
 
 /**
+ * What this store has asked of Redis so far: round trips (requests it waited
+ * on; commands sent together in one MULTI or one pipelined batch count once)
+ * and commands (a script counts once, however many keys it touches).
+ */
+export interface RedisTraffic { roundTrips: number, commands: number }
+
+/**
  * The shared store of several replicas. Run records are JSON with a version;
  * `updateRun` reads, runs `fn` on that fresh copy, and writes back with a Lua
  * compare-and-set, re-reading and re-running `fn` when another replica wrote
@@ -93,6 +100,7 @@ export class RedisStore implements Store {
   /** Runs with a batch in flight, as last written from here: their next update skips the read (see #update). */
   readonly #known = new Map<string, Known>()
   readonly #cancelListeners = new Set<CancelListener>()
+  readonly #traffic: RedisTraffic = { roundTrips: 0, commands: 0 }
   #down = false
   #closed = false
 
@@ -121,6 +129,9 @@ export class RedisStore implements Store {
 
   /** The key prefix in use (tests clean up by it). */
   get prefix (): string { return this.#prefix }
+
+  /** Round trips and commands so far (a copy): the bench and the round-trip test read it. */
+  traffic (): RedisTraffic { return { ...this.#traffic } }
 
   async createRun (run: RunRecord): Promise<boolean> {
     const now = this.#opts.now()
@@ -266,7 +277,7 @@ export class RedisStore implements Store {
     const out: RunRecord[] = []
     for (let i = 0; i < ids.length; i += LIST_CHUNK) {
       const chunk = ids.slice(i, i + LIST_CHUNK)
-      const values = await this.#call(() => Promise.all(chunk.map((id) => this.#redis.hget(this.#key('run', id), 'r'))))
+      const values = await this.#call(() => Promise.all(chunk.map((id) => this.#redis.hget(this.#key('run', id), 'r'))), chunk.length)
       for (const [j, json] of values.entries()) {
         if (json === null) {
           // The run expired or was evicted with its waiting batch: its entry goes too.
@@ -424,7 +435,7 @@ export class RedisStore implements Store {
         if (replies === null) throw new Error('the read of the run was aborted')
         for (const [err] of replies) if (err !== null) throw err
         return replies.map(([, reply]) => reply) as [Array<string | null>, string | null]
-      })
+      }, 4)
     }
     const [version, json] = fields
     return version == null || json == null ? undefined : [version, json, known ?? undefined]
@@ -471,15 +482,19 @@ export class RedisStore implements Store {
         return await this.#redis.evalsha(s.sha, keys.length, ...keys, ...args)
       } catch (err) {
         if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err
+        this.#traffic.roundTrips++
+        this.#traffic.commands++
         return this.#redis.eval(s.lua, keys.length, ...keys, ...args)
       }
     })
   }
 
   /** Every Redis failure becomes a StoreUnavailableError, with Redis's message only (never the command's arguments). */
-  async #call<T> (op: () => Promise<T>): Promise<T> {
+  async #call<T> (op: () => Promise<T>, commands = 1): Promise<T> {
     // Known lost: answer at once rather than queue the command until the next reconnection attempt.
     if (lost(this.#redis)) throw new StoreUnavailableError('The Redis store is unreachable')
+    this.#traffic.roundTrips++
+    this.#traffic.commands += commands
     try {
       return await op()
     } catch (err) {
