@@ -1,7 +1,7 @@
 /**
  * One bench server in its own process, so the load generator does not share
  * its event loop: `child.js executor`, `child.js relay <executorUrl>`,
- * `child.js floor <executorUrl>` or `child.js toolgate <executorUrl> <logLevel>`. It reports `{ready, url}`
+ * `child.js floor <executorUrl>` or `child.js toolgate <executorUrl> <logLevel> [store]`. It reports `{ready, url}`
  * over IPC, answers `cpu` with its CPU time, and exits on `stop` or when the
  * parent goes away (so a crashed bench leaves nothing running).
  */
@@ -11,12 +11,12 @@ export type ChildRequest = { type: 'stop' } | { type: 'cpu', id: number }
 /** Messages to the parent. */
 export type ChildReply =
   | { type: 'ready', url: string }
-  | { type: 'cpu', id: number, userUs: number, systemUs: number, rss: number, loopActiveMs: number, loopIdleMs: number }
+  | { type: 'cpu', id: number, userUs: number, systemUs: number, rss: number, loopActiveMs: number, loopIdleMs: number, storeRoundTrips: number, storeCommands: number }
 
 const send = (msg: ChildReply): void => { process.send?.(msg) }
 
 // Each role imports only what it runs: the executor and the relay never load toolgate.
-async function start (role: string, args: string[]): Promise<{ url: string, close: () => Promise<void> }> {
+async function start (role: string, args: string[]): Promise<{ url: string, close: () => Promise<void>, traffic?: () => { roundTrips: number, commands: number } }> {
   switch (role) {
     case 'executor': {
       const app = (await import('./executor.js')).buildBenchExecutor()
@@ -31,8 +31,8 @@ async function start (role: string, args: string[]): Promise<{ url: string, clos
       return { url: await floor.app.listen({ host: '127.0.0.1', port: 0 }), close: floor.close }
     }
     case 'toolgate': {
-      const { app, url } = await (await import('./toolgate.js')).startToolgate(args[0]!, args[1] ?? 'info')
-      return { url, close: () => app.close() }
+      const { app, url, traffic } = await (await import('./toolgate.js')).startToolgate(args[0]!, args[1] ?? 'info', args[2])
+      return { url, close: () => app.close(), traffic }
     }
     default:
       throw new Error(`unknown bench child role ${JSON.stringify(role)}`)
@@ -50,7 +50,8 @@ process.on('message', (msg: ChildRequest) => {
   else if (msg.type === 'cpu') {
     const { user, system } = process.cpuUsage()
     const loop = performance.eventLoopUtilization()
-    send({ type: 'cpu', id: msg.id, userUs: user, systemUs: system, rss: process.memoryUsage.rss(), loopActiveMs: loop.active, loopIdleMs: loop.idle })
+    const traffic = server.traffic?.() ?? { roundTrips: 0, commands: 0 }
+    send({ type: 'cpu', id: msg.id, userUs: user, systemUs: system, rss: process.memoryUsage.rss(), loopActiveMs: loop.active, loopIdleMs: loop.idle, storeRoundTrips: traffic.roundTrips, storeCommands: traffic.commands })
   }
 })
 process.on('disconnect', () => { void stop() })

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import type { ChildReply, ChildRequest } from './child.js'
 
 /** What a bench server has used so far. */
-export interface ChildUsage { cpuUs: number, rss: number, loopActiveMs: number, loopIdleMs: number }
+export interface ChildUsage { cpuUs: number, rss: number, loopActiveMs: number, loopIdleMs: number, storeRoundTrips: number, storeCommands: number }
 
 /** A running bench server. */
 export interface BenchChild {
@@ -82,7 +82,7 @@ export async function startChild (role: string, args: string[], opts: ChildOptio
         const onMessage = (msg: ChildReply): void => {
           if (msg.type !== 'cpu' || msg.id !== id) return
           proc.off('message', onMessage)
-          resolve({ cpuUs: msg.userUs + msg.systemUs, rss: msg.rss, loopActiveMs: msg.loopActiveMs, loopIdleMs: msg.loopIdleMs })
+          resolve({ cpuUs: msg.userUs + msg.systemUs, rss: msg.rss, loopActiveMs: msg.loopActiveMs, loopIdleMs: msg.loopIdleMs, storeRoundTrips: msg.storeRoundTrips, storeCommands: msg.storeCommands })
         }
         proc.on('message', onMessage)
         if (!proc.connected) reject(new Error(`bench ${role} is gone`))

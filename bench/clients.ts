@@ -6,7 +6,8 @@
 import { Pool } from 'undici'
 import { BENCH_KEY } from './settings.js'
 
-export type TargetName = 'direct' | 'relay' | 'floor' | 'toolgate'
+/** `toolgate` runs on the memory store, `redis` is toolgate on the Redis store. */
+export type TargetName = 'direct' | 'relay' | 'floor' | 'toolgate' | 'redis'
 
 /** One call as the model wrote it. */
 export interface BenchCall { id: string, name: string, arguments: Record<string, unknown> }
@@ -51,7 +52,7 @@ export function directTarget (executorUrl: string): Target {
 }
 
 /** A service of toolgate's shape: the relay, the floor or toolgate. `connections` is the concurrency offered. */
-export function serviceTarget (name: 'relay' | 'floor' | 'toolgate', url: string, connections: number): Target {
+export function serviceTarget (name: 'relay' | 'floor' | 'toolgate' | 'redis', url: string, connections: number): Target {
   const pool = new Pool(url, { connections, keepAliveTimeout: 10_000 })
   const headers = { ...JSON_HEADERS, authorization: `Bearer ${BENCH_KEY}` }
   let seq = 0

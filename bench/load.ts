@@ -28,6 +28,8 @@ export interface ClosedLoopOptions {
   runOptions: Record<string, unknown>
   /** The service process whose CPU time per call is reported, if any. */
   service?: BenchChild
+  /** CPU time (µs) the Redis server has used so far, when the service uses one: its share per batch is reported. */
+  serverCpu?: () => Promise<number>
 }
 
 export interface ClosedLoopResult {
@@ -40,6 +42,11 @@ export interface ClosedLoopResult {
   loadgenCores: number
   /** Share of the window the service's event loop was busy (1: bound by its own main thread), or null for direct. */
   serviceLoopBusy: number | null
+  /** The service's Redis round trips and commands per batch inside the window (0 on the memory store), or null for direct. */
+  storeRoundTripsPerBatch: number | null
+  storeCommandsPerBatch: number | null
+  /** CPU time of the Redis server per batch inside the window (µs), when `serverCpu` was given. */
+  serverCpuUsPerBatch: number | null
 }
 
 function loopBusy (a: ChildUsage, b: ChildUsage): number {
@@ -57,9 +64,11 @@ export async function closedLoop (target: Target, opts: ClosedLoopOptions): Prom
   const windowStart = t0 + opts.warmupMs
   const windowEnd = windowStart + opts.windowMs
   let cpuAtStart: Promise<ChildUsage | null> = Promise.resolve(null)
+  let serverAtStart: Promise<number | null> = Promise.resolve(null)
   let loadgenAtStart = process.cpuUsage()
   const startTimer = setTimeout(() => {
     cpuAtStart = opts.service?.cpu() ?? Promise.resolve(null)
+    serverAtStart = opts.serverCpu?.() ?? Promise.resolve(null)
     loadgenAtStart = process.cpuUsage()
   }, opts.warmupMs)
 
@@ -84,11 +93,14 @@ export async function closedLoop (target: Target, opts: ClosedLoopOptions): Prom
   }
   const endSample = sleep(opts.warmupMs + opts.windowMs).then(async () => ({
     service: await (opts.service?.cpu() ?? Promise.resolve(null)),
+    server: await (opts.serverCpu?.() ?? Promise.resolve(null)),
     loadgen: process.cpuUsage(loadgenAtStart)
   }))
   await Promise.all(runIds.map(worker))
   clearTimeout(startTimer)
-  const [start, end] = await Promise.all([cpuAtStart, endSample])
+  const [start, end, serverStart] = await Promise.all([cpuAtStart, endSample, serverAtStart])
+  const batches = calls / opts.batchSize
+  const perBatch = (a: number | undefined, b: number | undefined): number | null => (a === undefined || b === undefined || batches === 0 ? null : (b - a) / batches)
   await Promise.all(runIds.map((id) => target.closeRun(id)))
   if (firstError !== null) throw firstError
   return {
@@ -97,6 +109,9 @@ export async function closedLoop (target: Target, opts: ClosedLoopOptions): Prom
     errors,
     serviceCpuUsPerCall: start !== null && end.service !== null && calls > 0 ? (end.service.cpuUs - start.cpuUs) / calls : null,
     serviceLoopBusy: start !== null && end.service !== null ? loopBusy(start, end.service) : null,
+    storeRoundTripsPerBatch: perBatch(start?.storeRoundTrips, end.service?.storeRoundTrips),
+    storeCommandsPerBatch: perBatch(start?.storeCommands, end.service?.storeCommands),
+    serverCpuUsPerBatch: perBatch(serverStart ?? undefined, end.server ?? undefined),
     loadgenCores: (end.loadgen.user + end.loadgen.system) / 1000 / opts.windowMs
   }
 }

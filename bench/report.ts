@@ -6,6 +6,34 @@ const mark = (ok: boolean): string => (ok ? '✓' : '✗')
 const atLeast = (x: number, target: number | null): string => (target === null ? n(x) : `${n(x)} ${mark(x >= target)} (≥ ${target})`)
 const atMost = (x: number, target: number, unit = ''): string => `${n(x)}${unit} ${mark(x <= target)} (≤ ${target}${unit})`
 
+/** The Redis store's throughput table, beside the memory store's in the same rounds; the capacity it implies. */
+function redisThroughput (r: BenchResults): string[] {
+  const cells = r.throughput.filter((c) => c.redis !== undefined)
+  if (cells.length === 0) {
+    const why = 'unavailable' in r.meta.redis ? r.meta.redis.unavailable : 'not measured'
+    return [`**Redis store**: not measured (${why}).`, '']
+  }
+  const out: string[] = []
+  out.push('**Redis store**, the same workload and rounds: toolgate on the Redis store (a database of its own, flushed before and after) ' +
+    'beside toolgate on the memory store. Round trips and commands are counted by the store\'s client; the Redis server\'s CPU is ' +
+    'INFO cpu over the window. Batches per second per core are 10⁶ / CPU µs per batch.')
+  out.push('')
+  out.push('| batch | conns | floor | toolgate, memory | toolgate, Redis | Redis / memory | its rounds | Redis / floor | CPU µs per call, memory → Redis | ' +
+    'Redis round trips (commands) per batch | Redis server CPU µs per batch | batches/s per toolgate core, memory / Redis | batches/s per Redis core | replicas per Redis core |')
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const c of cells) {
+    const rd = c.redis!
+    const perCore = (cpuUsPerCall: number): number => 1e6 / (cpuUsPerCall * c.batchSize)
+    const redisCore = 1e6 / rd.serverCpuUsPerBatch
+    out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.concurrency} | ${n(c.callsPerSec.floor)} | ${n(c.callsPerSec.toolgate)} | ${n(rd.callsPerSec)} | ` +
+      `${atLeast(rd.overMemory, rd.target)} | ${n(rd.overMemoryRounds[0])}–${n(rd.overMemoryRounds[1])} | ${n(rd.overFloor)} | ${n(c.cpuUsPerCall.toolgate)} → ${n(rd.cpuUsPerCall)} | ` +
+      `${rd.roundTripsTarget === null ? n(rd.roundTripsPerBatch) : atMost(rd.roundTripsPerBatch, rd.roundTripsTarget)} (${n(rd.commandsPerBatch)}) | ${n(rd.serverCpuUsPerBatch)} | ` +
+      `${n(perCore(c.cpuUsPerCall.toolgate))} / ${n(perCore(rd.cpuUsPerCall))} | ${n(redisCore)} | ${n(redisCore / perCore(rd.cpuUsPerCall))} |`)
+  }
+  out.push('')
+  return out
+}
+
 export function markdown (r: BenchResults): string {
   const m = r.meta
   const out: string[] = []
@@ -22,10 +50,11 @@ export function markdown (r: BenchResults): string {
   out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const c of r.throughput) {
     out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.concurrency} | ${n(c.callsPerSec.direct)} | ${n(c.callsPerSec.relay)} | ${n(c.callsPerSec.floor)} | ${n(c.callsPerSec.toolgate)} | ` +
-      `${n(c.relayOverDirect)} | ${n(c.floorOverRelay)} | ${atLeast(c.toolgateOverRelay, c.target)} | ${n(c.toolgateOverRelayRounds[0])}–${n(c.toolgateOverRelayRounds[1])} | ${n(c.toolgateOverFloor)} | ${n(c.toolgateOverDirect)} | ` +
+      `${n(c.relayOverDirect)} | ${n(c.floorOverRelay)} | ${atLeast(c.toolgateOverRelay, c.target)} | ${n(c.toolgateOverRelayRounds[0])}–${n(c.toolgateOverRelayRounds[1])} | ${atLeast(c.toolgateOverFloor, c.floorTarget ?? null)} | ${n(c.toolgateOverDirect)} | ` +
       `${n(c.cpuUsPerCall.relay)} → ${n(c.cpuUsPerCall.floor)} → ${n(c.cpuUsPerCall.toolgate)} (× ${n(c.cpuToolgateOverRelay)}) | ${n(c.loopBusy.relay)} / ${n(c.loopBusy.floor)} / ${n(c.loopBusy.toolgate)} |`)
   }
   out.push('')
+  out.push(...redisThroughput(r))
   out.push('**Latency** of a batch at a moderate, fixed arrival rate (open loop), ms.')
   out.push('')
   out.push('| batch | batches/s | p50 direct | p50 relay | p50 toolgate | added p50 | p99 relay | p99 toolgate | added p99 |')
@@ -33,6 +62,11 @@ export function markdown (r: BenchResults): string {
   for (const c of r.latency) {
     out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'} | ${c.batchesPerSec} | ${n(c.p50Ms.direct)} | ${n(c.p50Ms.relay)} | ${n(c.p50Ms.toolgate)} | ` +
       `${n(c.addedP50Ms)} ${mark(c.addedP50Ms < c.target)} (< ${c.target}) | ${n(c.p99Ms.relay)} | ${n(c.p99Ms.toolgate)} | ${n(c.addedP99Ms)} |`)
+    const rd = c.redis
+    if (rd !== undefined) {
+      out.push(`| ${c.batchSize} call${c.batchSize === 1 ? '' : 's'}, Redis store | ${c.batchesPerSec} | ${n(c.p50Ms.direct)} | ${n(c.p50Ms.relay)} | ${n(rd.p50Ms)} | ` +
+        `${n(rd.addedP50Ms)} ${mark(rd.addedP50Ms < rd.targetP50Ms)} (< ${rd.targetP50Ms}) | ${n(c.p99Ms.relay)} | ${n(rd.p99Ms)} | ${n(rd.addedP99Ms)} ${mark(rd.addedP99Ms < rd.targetP99Ms)} (< ${rd.targetP99Ms}) |`)
+    }
   }
   out.push('')
   const mk = r.makespan

@@ -10,6 +10,34 @@ export const PLACEMENT = 'Five processes on 127.0.0.1, none pinned: the load gen
 type PerTarget = { direct: number, relay: number, toolgate: number }
 type PerService = { relay: number, floor: number, toolgate: number }
 
+/** toolgate on the Redis store (a database of its own, flushed before and after), in the same rounds as the rest. */
+export interface RedisThroughput {
+  callsPerSec: number
+  /** toolgate on Redis over toolgate on memory, paired by round; the lowest and highest round beside it. */
+  overMemory: number
+  overMemoryRounds: [number, number]
+  overFloor: number
+  cpuUsPerCall: number
+  loopBusy: number
+  /** Counted by the store's client wrapper. */
+  roundTripsPerBatch: number
+  commandsPerBatch: number
+  /** The Redis server's CPU time per batch (INFO cpu over the window: every client of that server counts). */
+  serverCpuUsPerBatch: number
+  target: number | null
+  roundTripsTarget: number | null
+}
+
+export interface RedisLatency {
+  p50Ms: number
+  p99Ms: number
+  /** toolgate on Redis minus the relay, paired by round. */
+  addedP50Ms: number
+  addedP99Ms: number
+  targetP50Ms: number
+  targetP99Ms: number
+}
+
 export interface ThroughputCell {
   batchSize: number
   /** Batches in flight at once (connections to the service). */
@@ -38,6 +66,10 @@ export interface ThroughputCell {
   errors: number
   /** Target for toolgateOverRelay, or null. */
   target: number | null
+  /** Target for toolgateOverFloor (memory store), or null. */
+  floorTarget: number | null
+  /** Absent when no Redis answered. */
+  redis?: RedisThroughput
 }
 
 export interface LatencyCell {
@@ -52,6 +84,8 @@ export interface LatencyCell {
   /** Batches not sent because every run was busy. */
   dropped: number
   target: number
+  /** Absent when no Redis answered. */
+  redis?: RedisLatency
 }
 
 export interface BenchResults {
@@ -67,6 +101,8 @@ export interface BenchResults {
     toolgateLogLevel: string
     placement: string
     settings: BenchSettings
+    /** The Redis store measured (its URL without credentials), or why it was not. */
+    redis: { url: string } | { unavailable: string }
   }
   throughput: ThroughputCell[]
   latency: LatencyCell[]

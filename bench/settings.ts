@@ -62,9 +62,17 @@ export const TOOLGATE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64
 /** The orchestrator key the load generator sends toolgate. */
 export const BENCH_KEY = 'bench-orchestrator-key'
 
-/** The targets of the issue (#8). */
+/** The targets of the issues (#8; #28 for the floor and the Redis store). */
 export const TARGETS = {
   toolgateOverRelay: { 10: 0.85, 1: 0.80 } as Readonly<Record<number, number>>,
+  /** toolgate on the memory store over the floor. */
+  toolgateOverFloor: { 10: 0.95, 1: 0.90 } as Readonly<Record<number, number>>,
+  /** toolgate on Redis over toolgate on memory, in the same round. */
+  redisOverMemory: { 10: 0.85, 1: 0.70 } as Readonly<Record<number, number>>,
+  /** Redis round trips per batch of reads (the round-trip test holds them load-independently). */
+  redisRoundTrips: { 10: 3, 1: 2 } as Readonly<Record<number, number>>,
+  redisAddedP50Ms: 1,
+  redisAddedP99Ms: 3,
   addedP50Ms: 1,
   makespanOverBound: 1.05,
   safeOverParallel: 1.15,

@@ -15,7 +15,8 @@ import { type BenchResults, PLACEMENT } from './results.js'
 import { measureMakespan, measureSafety } from './scheduling.js'
 import { type BenchSettings, FULL, SMOKE, TARGETS, TOOLGATE_NODE_FLAGS } from './settings.js'
 import { sig } from './stats.js'
-import { type Targets, measureLatency, measureThroughput, warmUp } from './throughput.js'
+import { openBenchRedis } from './redis.js'
+import { TARGET_NAMES, type Targets, measureLatency, measureThroughput, warmUp } from './throughput.js'
 
 export interface BenchOptions {
   smoke?: boolean
@@ -39,29 +40,41 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
 
   const children: BenchChild[] = []
   const targets: Target[] = []
+  const redis = await openBenchRedis()
+  const onRedis = 'url' in redis ? redis : null
   try {
-    log('starting the executor, the relay, the floor and toolgate (one process each)')
+    if (onRedis === null) log(`no Redis for the Redis store's rows (${'unavailable' in redis ? redis.unavailable : ''}): the memory store only`)
+    await onRedis?.flush()
+    log(`starting the executor, the relay, the floor and toolgate${onRedis === null ? '' : ' on each store'} (one process each)`)
     const startTimeoutMs = opts.smoke === true ? 120_000 : 30_000
     const executor = await startChild('executor', [], { startTimeoutMs })
     children.push(executor)
     // The relay and the floor get toolgate's Node flags too: the ratio is of the code, not of the tuning.
-    const [relay, floor, toolgate] = await Promise.all([
+    const [relay, floor, toolgate, onStore] = await Promise.all([
       startChild('relay', [executor.url], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] }),
       startChild('floor', [executor.url], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] }),
-      startChild('toolgate', [executor.url, opts.logLevel ?? 'info'], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
+      startChild('toolgate', [executor.url, opts.logLevel ?? 'info', 'memory'], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] }),
+      onRedis === null ? Promise.resolve(undefined) : startChild('toolgate', [executor.url, opts.logLevel ?? 'info', onRedis.url], { startTimeoutMs, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
     ])
-    children.push(relay, floor, toolgate)
+    children.push(relay, floor, toolgate, ...(onStore === undefined ? [] : [onStore]))
 
     const direct = directTarget(executor.url)
     targets.push(direct)
     const services = new Map(s.concurrency.map((c) => {
-      const t = { relay: serviceTarget('relay', relay.url, c), floor: serviceTarget('floor', floor.url, c), toolgate: serviceTarget('toolgate', toolgate.url, c) }
-      targets.push(t.relay, t.floor, t.toolgate)
+      const t: Record<'relay' | 'floor' | 'toolgate' | 'redis', Target> = {
+        relay: serviceTarget('relay', relay.url, c),
+        floor: serviceTarget('floor', floor.url, c),
+        toolgate: serviceTarget('toolgate', toolgate.url, c),
+        redis: serviceTarget('redis', onStore?.url ?? toolgate.url, c)
+      }
+      targets.push(t.relay, t.floor, t.toolgate, t.redis)
       return [c, t]
     }))
     const all: Targets = {
+      names: TARGET_NAMES.filter((name) => name !== 'redis' || onStore !== undefined),
       at: (name, c) => (name === 'direct' ? direct : services.get(c)![name]),
-      process: (name) => (name === 'relay' ? relay : name === 'floor' ? floor : name === 'toolgate' ? toolgate : undefined)
+      process: (name) => (name === 'relay' ? relay : name === 'floor' ? floor : name === 'toolgate' ? toolgate : name === 'redis' ? onStore : undefined),
+      ...(onRedis === null ? {} : { serverCpu: () => onRedis.serverCpuUs() })
     }
 
     log('warming up every target')
@@ -96,7 +109,8 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
         durationS: Math.round((Date.now() - started) / 1000),
         toolgateLogLevel: opts.logLevel ?? 'info',
         placement: PLACEMENT,
-        settings: s
+        settings: s,
+        redis: onRedis === null ? { unavailable: 'unavailable' in redis ? redis.unavailable : '' } : { url: withoutCredentials(onRedis.url) }
       },
       throughput,
       latency,
@@ -118,5 +132,13 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
     await Promise.allSettled(targets.map((t) => t.close()))
     await Promise.allSettled(children.map((c) => c.stop()))
     await killAll()
+    if (onRedis !== null) await onRedis.flush().catch(() => {}).finally(() => onRedis.close())
   }
+}
+
+function withoutCredentials (url: string): string {
+  const u = new URL(url)
+  u.username = ''
+  u.password = ''
+  return u.toString()
 }

@@ -9,20 +9,23 @@
 import type { BenchChild } from './children.js'
 import type { Target, TargetName } from './clients.js'
 import { closedLoop, openLoop } from './load.js'
-import type { LatencyCell, ThroughputCell } from './results.js'
+import type { LatencyCell, RedisThroughput, ThroughputCell } from './results.js'
 import { type BenchSettings, TARGETS } from './settings.js'
 import { median, percentile, rotate, sig } from './stats.js'
 
-export const TARGET_NAMES: readonly TargetName[] = ['direct', 'relay', 'floor', 'toolgate']
-/** Latency compares toolgate with the relay only. */
-const LATENCY_TARGETS: readonly LatencyTarget[] = ['direct', 'relay', 'toolgate']
-type LatencyTarget = 'direct' | 'relay' | 'toolgate'
-type ServiceName = 'relay' | 'floor' | 'toolgate'
+export const TARGET_NAMES: readonly TargetName[] = ['direct', 'relay', 'floor', 'toolgate', 'redis']
+/** Latency compares toolgate (on each store) with the relay only. */
+type LatencyTarget = 'direct' | 'relay' | 'toolgate' | 'redis'
+type ServiceName = 'relay' | 'floor' | 'toolgate' | 'redis'
 
 /** The targets at one concurrency, and the service process behind each (none for direct). */
 export interface Targets {
+  /** The targets measured: TARGET_NAMES, without `redis` when no Redis answered. */
+  names: readonly TargetName[]
   at (name: TargetName, concurrency: number): Target
   process (name: TargetName): BenchChild | undefined
+  /** The Redis server's CPU time so far (µs), with `redis`. */
+  serverCpu?: () => Promise<number>
 }
 
 /** toolgate may run a whole 10-call batch at once, as the relay does (its default cap is 8). */
@@ -31,31 +34,45 @@ export const runOptions = (batchSize: number): Record<string, unknown> => ({ max
 /** Drives every target, untimed, so the JIT and the connection pools are warm. */
 export async function warmUp (targets: Targets, s: BenchSettings): Promise<void> {
   const concurrency = Math.max(...s.concurrency)
-  for (const name of TARGET_NAMES) {
+  for (const name of targets.names) {
     for (const batchSize of s.batchSizes) {
       await closedLoop(targets.at(name, concurrency), { concurrency, batchSize, warmupMs: 0, windowMs: s.globalWarmupMs, runOptions: runOptions(batchSize) })
     }
   }
 }
 
-interface CellSamples { callsPerSec: Record<TargetName, number[]>, cpu: Record<ServiceName, number[]>, loop: Record<ServiceName, number[]>, loadgen: number[], errors: number }
+interface CellSamples {
+  callsPerSec: Record<TargetName, number[]>
+  cpu: Record<ServiceName, number[]>
+  loop: Record<ServiceName, number[]>
+  loadgen: number[]
+  errors: number
+  /** toolgate on Redis: round trips and commands per batch, the server's CPU per batch. */
+  roundTrips: number[]
+  commands: number[]
+  serverCpu: number[]
+}
 
 export async function measureThroughput (targets: Targets, s: BenchSettings, log: (line: string) => void): Promise<ThroughputCell[]> {
   const cells = s.batchSizes.flatMap((batchSize) => s.concurrency.map((concurrency) => ({ batchSize, concurrency })))
   const samples: CellSamples[] = cells.map(() => ({
-    callsPerSec: { direct: [], relay: [], floor: [], toolgate: [] },
-    cpu: { relay: [], floor: [], toolgate: [] },
-    loop: { relay: [], floor: [], toolgate: [] },
+    callsPerSec: { direct: [], relay: [], floor: [], toolgate: [], redis: [] },
+    cpu: { relay: [], floor: [], toolgate: [], redis: [] },
+    loop: { relay: [], floor: [], toolgate: [], redis: [] },
     loadgen: [],
-    errors: 0
+    errors: 0,
+    roundTrips: [],
+    commands: [],
+    serverCpu: []
   }))
   for (let round = 0; round < s.rounds; round++) {
     log(`throughput round ${round + 1}/${s.rounds}`)
     for (const [i, cell] of cells.entries()) {
-      for (const name of rotate(TARGET_NAMES, round + i)) {
+      for (const name of rotate(targets.names, round + i)) {
         const service = targets.process(name)
+        const serverCpu = name === 'redis' ? targets.serverCpu : undefined
         const r = await closedLoop(targets.at(name, cell.concurrency), {
-          ...cell, warmupMs: s.warmupMs, windowMs: s.windowMs, runOptions: runOptions(cell.batchSize), ...(service === undefined ? {} : { service })
+          ...cell, warmupMs: s.warmupMs, windowMs: s.windowMs, runOptions: runOptions(cell.batchSize), ...(service === undefined ? {} : { service }), ...(serverCpu === undefined ? {} : { serverCpu })
         })
         const sm = samples[i]!
         sm.callsPerSec[name].push(r.callsPerSec)
@@ -65,14 +82,35 @@ export async function measureThroughput (targets: Targets, s: BenchSettings, log
           sm.loop[name].push(r.serviceLoopBusy ?? NaN)
           sm.loadgen.push(r.loadgenCores)
         }
+        if (name === 'redis') {
+          sm.roundTrips.push(r.storeRoundTripsPerBatch ?? NaN)
+          sm.commands.push(r.storeCommandsPerBatch ?? NaN)
+          sm.serverCpu.push(r.serverCpuUsPerBatch ?? NaN)
+        }
       }
     }
   }
   return cells.map((cell, i) => {
-    const { callsPerSec: c, cpu, loop, loadgen, errors } = samples[i]!
+    const { callsPerSec: c, cpu, loop, loadgen, errors, roundTrips, commands, serverCpu } = samples[i]!
     const perRound = (a: number[], b: number[]): number[] => a.map((x, r) => x / b[r]!)
     const paired = (a: number[], b: number[]): number => sig(median(perRound(a, b)))
     const overRelay = perRound(c.toolgate, c.relay)
+    const overMemory = perRound(c.redis, c.toolgate)
+    const redis: RedisThroughput | undefined = c.redis.length === 0
+      ? undefined
+      : {
+          callsPerSec: sig(median(c.redis)),
+          overMemory: paired(c.redis, c.toolgate),
+          overMemoryRounds: [sig(Math.min(...overMemory)), sig(Math.max(...overMemory))],
+          overFloor: paired(c.redis, c.floor),
+          cpuUsPerCall: sig(median(cpu.redis)),
+          loopBusy: sig(median(loop.redis), 2),
+          roundTripsPerBatch: sig(median(roundTrips)),
+          commandsPerBatch: sig(median(commands)),
+          serverCpuUsPerBatch: sig(median(serverCpu)),
+          target: TARGETS.redisOverMemory[cell.batchSize] ?? null,
+          roundTripsTarget: TARGETS.redisRoundTrips[cell.batchSize] ?? null
+        }
     return {
       ...cell,
       callsPerSec: { direct: sig(median(c.direct)), relay: sig(median(c.relay)), floor: sig(median(c.floor)), toolgate: sig(median(c.toolgate)) },
@@ -87,7 +125,9 @@ export async function measureThroughput (targets: Targets, s: BenchSettings, log
       loopBusy: { relay: sig(median(loop.relay), 2), floor: sig(median(loop.floor), 2), toolgate: sig(median(loop.toolgate), 2) },
       loadgenCores: sig(Math.max(...loadgen), 2),
       errors,
-      target: TARGETS.toolgateOverRelay[cell.batchSize] ?? null
+      target: TARGETS.toolgateOverRelay[cell.batchSize] ?? null,
+      floorTarget: TARGETS.toolgateOverFloor[cell.batchSize] ?? null,
+      ...(redis === undefined ? {} : { redis })
     }
   })
 }
@@ -98,12 +138,13 @@ export async function measureLatency (targets: Targets, s: BenchSettings, log: (
   for (const batchSize of s.batchSizes) {
     const rate = s.latency.batchesPerSec[batchSize] ?? 100
     // [p50, p99] per round, per target
-    const rounds: Record<LatencyTarget, Array<[number, number]>> = { direct: [], relay: [], toolgate: [] }
+    const rounds: Record<LatencyTarget, Array<[number, number]>> = { direct: [], relay: [], toolgate: [], redis: [] }
+    const names = targets.names.filter((n): n is LatencyTarget => n !== 'floor')
     let errors = 0
     let dropped = 0
     for (let round = 0; round < s.latency.rounds; round++) {
       log(`latency, ${batchSize}-call batches at ${rate}/s, round ${round + 1}/${s.latency.rounds}`)
-      for (const name of rotate(LATENCY_TARGETS, round)) {
+      for (const name of rotate(names, round)) {
         const r = await openLoop(targets.at(name, concurrency), {
           rate, batchSize, warmupMs: s.latency.warmupMs, windowMs: s.latency.windowMs, runOptions: runOptions(batchSize), runs: s.latency.runs
         })
@@ -113,7 +154,7 @@ export async function measureLatency (targets: Targets, s: BenchSettings, log: (
       }
     }
     const p = (name: LatencyTarget, k: 0 | 1): number => sig(median(rounds[name].map((x) => x[k])))
-    const added = (k: 0 | 1): number => sig(median(rounds.toolgate.map((x, r) => x[k] - rounds.relay[r]![k])))
+    const added = (k: 0 | 1, name: 'toolgate' | 'redis' = 'toolgate'): number => sig(median(rounds[name].map((x, r) => x[k] - rounds.relay[r]![k])))
     cells.push({
       batchSize,
       batchesPerSec: rate,
@@ -123,7 +164,10 @@ export async function measureLatency (targets: Targets, s: BenchSettings, log: (
       addedP99Ms: added(1),
       errors,
       dropped,
-      target: TARGETS.addedP50Ms
+      target: TARGETS.addedP50Ms,
+      ...(rounds.redis.length === 0
+        ? {}
+        : { redis: { p50Ms: p('redis', 0), p99Ms: p('redis', 1), addedP50Ms: added(0, 'redis'), addedP99Ms: added(1, 'redis'), targetP50Ms: TARGETS.redisAddedP50Ms, targetP99Ms: TARGETS.redisAddedP99Ms } })
     })
   }
   return cells

@@ -5,13 +5,10 @@ import { executorBodyPrefix } from '../dispatch/executor-body.js'
 import { type EventRecorder, round } from '../events/recorder.js'
 import { IsoTime } from '../events/iso-time.js'
 import { renderMessages } from '../formats/index.js'
-import { rejectIncomplete } from '../formats/incomplete.js'
-import { prepareBatch } from '../prepare/pipeline.js'
-import type { PreparationOutcome, PreparedCall, RawCall } from '../prepare/types.js'
+import type { PreparationOutcome, PreparedCall } from '../prepare/types.js'
 import { type RunIdentity, operationId } from '../receipts/operation-id.js'
-import { type CanonicalText, canonicalText } from '../repeat/fingerprint.js'
-import { callFingerprint } from '../repeat/ignore.js'
-import type { LoopState, LoopTerminationReason } from '../repeat/loops.js'
+import type { CanonicalText } from '../repeat/fingerprint.js'
+import type { LoopTerminationReason } from '../repeat/loops.js'
 import { policyMessage } from '../repeat/tracker.js'
 import { terminateByTimeout } from '../runs/deadline.js'
 import { addStats, emptyStats } from '../runs/stats.js'
@@ -20,23 +17,27 @@ import { planEpochs } from '../schedule/plan.js'
 import { EpochRunner } from '../schedule/runner.js'
 import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement, StopSwitch } from '../schedule/types.js'
 import type { BatchOutcome, CallInfo, ObserverList } from '../telemetry/types.js'
-import { admit, type Admission } from './admit.js'
-import { LoopWatch, admitLoops } from './loop-watch.js'
+import type { Admission } from './admit.js'
+import { LoopWatch } from './loop-watch.js'
+import { type Admitted, type Prepared, admitInto, prepareCalls } from './start.js'
 import { UNCERTAIN_MESSAGE, errorContent } from './content.js'
 import { type ActionContext, type ActionOutcome, dispatchAction } from './dispatch-action.js'
 import { type DispatchContext, dispatchPlain } from './dispatch-call.js'
 import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
 import type { IdentifiedCalls } from './identify-calls.js'
 import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
+import type { BatchRecord } from '../store/types.js'
 import type { BatchResponse, CallResult, PolicyMessage } from './types.js'
-import { batchChange, blockedByUncertainty, blockers, recordChange, weighCalls } from '../uncertain/batch.js'
+import type { UncertainChange } from '../uncertain/admission.js'
+import { batchChange, blockedByUncertainty, blockers, recordChange } from '../uncertain/batch.js'
 import { retryAction } from '../uncertain/retry-action.js'
 import type { HeldBack } from '../uncertain/types.js'
 
+/** A batch prepared before its lease was taken, and admitted in the lease's own step when it could be. */
+export interface Early { prepared: Prepared, admitted?: Admitted }
+
 /** When calls started, as ISO text. */
 const START_TIMES = new IsoTime()
-/** When batches were prepared, as ISO text. */
-const PREPARED_TIMES = new IsoTime()
 /** Holds a result's place until its call settles; every call settles before the answer is built. */
 const PENDING = {} as CallResult
 /** The longest delay a Node timer honours. */
@@ -76,8 +77,9 @@ export class BatchRun implements RunnerHooks {
   readonly #operations: string[] = []
   #preparedAt = ''
   #closed = false
-  /** The loop state admission started from, and the detectors reading results; the reason they stopped the run, if they did. */
-  #loopStart: LoopState | null = null
+  /** What the engine did before the lease was taken: preparation, and admission in the lease's step. */
+  readonly #early: Early | undefined
+  /** The detectors reading results; the reason they stopped the run, if they did. */
   #loops: LoopWatch | null = null
   #loopStop: LoopTerminationReason | null = null
   /** What every dispatch of the batch shares. */
@@ -87,7 +89,8 @@ export class BatchRun implements RunnerHooks {
 
   /** `observer` tells every observer of the batch, `recorder` (the host's events) among them. */
   constructor (deps: EngineDeps, req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls, controller: StopSwitch,
-    recorder: EventRecorder, observer: ObserverList) {
+    recorder: EventRecorder, observer: ObserverList, early?: Early) {
+    this.#early = early
     this.#deps = deps
     this.#req = req
     this.#run = run
@@ -109,44 +112,35 @@ export class BatchRun implements RunnerHooks {
     if (taken === undefined) this.#recorder.emit({ type: 'batch.started', size: req.calls.length })
     const deadline = this.#startDeadline()
     try {
-      this.#preparedAt = PREPARED_TIMES.at(Date.now())
-      const options = this.#run.options
-      const preparing = performance.now()
-      const outcomes = taken?.outcomes ?? (req.incomplete === true ? rejectIncomplete(req.calls) : await prepareBatch(req.calls, this.#deps.tools, {
-        runId: req.runId,
-        tenant: req.tenant,
-        allowedTools: options.tools === null ? null : new Set(options.tools),
-        scopes: req.scopes,
-        maxArgumentBytes: this.#deps.maxArgumentBytes,
-        // Parsed from this request's body and hashed already (identifyCalls): nothing else reads them.
-        argumentsOwned: true,
-        argumentTexts: this.#calls.argumentTexts
-      }, this.#deps.authorizer))
-      const preparationMs = performance.now() - preparing
+      const early = this.#early
+      const prepared = early?.prepared ?? await prepareCalls(this.#deps, req, this.#calls, this.#run.options.tools)
+      const { outcomes, preparationMs } = prepared
+      this.#preparedAt = prepared.preparedAt
       if (preparationMs > (this.#deps.slowPreparationMs ?? Infinity)) observer.preparationSlow(preparationMs)
-      // One serialization of the arguments gives the fingerprint and, mostly, the executor's body too:
-      // the request's own, when preparation left them as they came, else the prepared ones'.
-      const argumentTexts: CanonicalText[] = []
-      const fingerprints: string[] = []
-      for (let i = 0; i < outcomes.length; i++) {
-        const o = outcomes[i]!
-        const text = this.#leftAsSent(o, req.calls[i]!) ? this.#calls.argumentTexts[i]! : canonicalText(o.arguments ?? null)
-        argumentTexts.push(text)
-        fingerprints.push(callFingerprint(o.tool?.name ?? o.requestedName, o.tool?.ignoreArguments, o.arguments, text.text))
-      }
-      this.#argumentTexts = argumentTexts
-      this.#fingerprints = fingerprints
+      this.#argumentTexts = prepared.argumentTexts
+      this.#fingerprints = prepared.fingerprints
       // Approval is preparation's last stage: a batch with a call to approve stops here, answered 202.
       if (taken === undefined && !this.#controller.aborted) {
         const held = await holdBatch({ deps: this.#deps, req, turn: this.#turn, requestHash: this.#calls.requestHash, events: this.#recorder.events, observer, startedAt: this.#t0 }, outcomes)
         if (held !== null) return held
       }
 
-      const admitted = await this.#deps.store.updateRun(req.runId, (r) => this.#admit(r, outcomes))
+      // Admitted in the lease's own step, when the engine could prepare the batch before it.
+      let admitted = early?.admitted
+      if (admitted === undefined) {
+        const update = await this.#deps.store.updateRun(req.runId, (r) => admitInto(r, req.batchId, prepared))
+        if (update.found) admitted = update.value
+      }
+      if (admitted !== undefined) this.#held = admitted.held
+      const verdict = admitted?.verdict
       // A string: the run left `active` during preparation (cancel, DELETE) and nothing may start.
-      const admission = admitted.found && typeof admitted.value !== 'string' ? admitted.value : null
-      const stoppedBy = admitted.found && typeof admitted.value === 'string' ? admitted.value : 'ended'
-      if (admission !== null) this.#loops = new LoopWatch({ observer, stats: this.#stats, messages: this.#policyMessages, outcomes, fingerprints, pending: PENDING, limits: options.limits, start: this.#loopStart!, active: admission.termination === null })
+      const admission = verdict !== undefined && typeof verdict !== 'string' ? verdict : null
+      const stoppedBy = typeof verdict === 'string' ? verdict : 'ended'
+      if (admission !== null) {
+        this.#loops = new LoopWatch({
+          observer, stats: this.#stats, messages: this.#policyMessages, outcomes, fingerprints: prepared.fingerprints, pending: PENDING, limits: this.#run.options.limits, start: admitted!.loopStart!, active: admission.termination === null
+        })
+      }
       const dispatchable = this.#settleUnadmitted(outcomes, admission, stoppedBy)
       if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
 
@@ -156,25 +150,6 @@ export class BatchRun implements RunnerHooks {
     } finally {
       if (deadline !== null) clearTimeout(deadline)
     }
-  }
-
-  /** Inside the run's atomic update: the repeat streak, the call budget and the state decide which calls go on. */
-  #admit (r: RunRecord, outcomes: readonly PreparationOutcome[]): Admission | TerminationReason | 'run_not_active' {
-    if (r.state !== 'active') return r.terminationReason ?? 'run_not_active'
-    const req = this.#req
-    // A resumed batch is admitted again from where its first admission started: its calls count once.
-    const from = r.admitted?.batchId === req.batchId ? r.admitted : { batchId: req.batchId, repeat: r.repeat, toolCalls: r.counters.toolCalls }
-    const a = admit(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: this.#fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
-    this.#loopStart = admitLoops(r, from, a, outcomes, this.#fingerprints)
-    r.admitted = from
-    this.#held = weighCalls(r.uncertain, outcomes, this.#fingerprints)
-    r.repeat = a.repeat
-    r.counters.toolCalls = from.toolCalls + a.admitted
-    if (a.termination !== null) {
-      r.state = 'terminated'
-      r.terminationReason = a.termination.reason
-    }
-    return a
   }
 
   /** Settles every call that will not be dispatched (rejected, terminated, not admitted); answers those that will. */
@@ -252,15 +227,6 @@ export class BatchRun implements RunnerHooks {
     }, Math.max(0, remaining))
     t.unref()
     return t
-  }
-
-  /**
-   * Whether a call's prepared arguments are exactly the request's: the same
-   * object, of a tool whose preparation changes nothing in place, with no
-   * external authorizer (an in-process one is handed the object).
-   */
-  #leftAsSent (outcome: PreparationOutcome, raw: RawCall): boolean {
-    return outcome.arguments === raw.arguments && (outcome.tool === null || !outcome.tool.preparesInPlace) && this.#deps.authorizer === undefined
   }
 
   /** Plans and runs the epochs of the calls that may be dispatched. */
@@ -383,45 +349,33 @@ export class BatchRun implements RunnerHooks {
     const ending: TerminationReason | null = closed ? 'projection_failed' : this.#loopStop ?? (reason === 'timeout' ? 'timeout' : null)
     const change = batchChange(req.batchId, results, this.#prepared, this.#operations, this.#held, this.#fingerprints, Date.now())
     await this.#deps.uncertain?.noteAdded(req.runId, change)
-    const finalized = await store.updateRun(req.runId, (r) => {
-      const kept = recordChange(r, change)
-      let terminatedNow = false
-      if (ending !== null && r.state === 'active') {
-        r.state = 'terminated'
-        r.terminationReason = ending
-        terminatedNow = true
-      }
-      r.stats = addStats(r.stats ?? emptyStats(), stats)
-      // Its answer is about to be stored: a batch that waited for approvals leaves the record.
-      if (r.waiting?.batchId === req.batchId) r.waiting = null
-      this.#loops?.save(r)
-      return { state: r.state, terminationReason: r.terminationReason, terminatedNow, uncertain: kept }
-    })
-    const state = finalized.found ? finalized.value : { state: 'ended' as const, terminationReason: 'ended' as const, terminatedNow: false, uncertain: undefined }
     const observer = this.#observer
-    if (state.terminatedNow) observer.runTerminated(ending!)
+    let closing: Closing | undefined
+    let responseJson = ''
+    let stored: boolean
+    if (ending === null) {
+      // Nothing this batch does ends the run, so no event depends on the run as stored: its last
+      // changes to the run, its answer and the release of its lease are one atomic step.
+      this.#recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
+      stored = await store.completeBatch(req.runId, this.#deps.replicaId, (r) => {
+        closing = this.#close(r, null, change)
+        responseJson = this.#respond(closing)
+        return this.#record(responseJson)
+      })
+    } else {
+      // The run's termination is an event of the answer, known only once the run is updated: two steps.
+      const finalized = await store.updateRun(req.runId, (r) => this.#close(r, ending, change))
+      if (finalized.found) closing = finalized.value
+      if (closing?.terminatedNow === true) observer.runTerminated(ending)
+      this.#recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
+      responseJson = this.#respond(closing ?? GONE)
+      stored = await store.completeBatch(req.runId, this.#deps.replicaId, this.#record(responseJson))
+    }
+    if (closing === undefined) responseJson = this.#respond(GONE)
+    const state = closing ?? GONE
     this.#deps.onStats?.(stats)
-
     const outcome: BatchOutcome = closed ? 'closed' : state.state === 'terminated' ? 'terminated' : reason !== null ? 'cancelled' : 'completed'
     observer.batchCompleted(outcome, wallMs)
-    this.#recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
-    const response: BatchResponse = {
-      runId: req.runId,
-      batchId: req.batchId,
-      turn: this.#turn,
-      state: 'completed',
-      results,
-      events: this.#recorder.events,
-      policyMessages: this.#policyMessages,
-      continue: state.state === 'active' && !closed,
-      run: state.terminationReason === null ? { state: state.state } : { state: state.state, terminationReason: state.terminationReason }
-    }
-    if (req.format !== undefined) response.messages = renderMessages(req.format, results, this.#policyMessages)
-    let responseJson = JSON.stringify(response)
-    // The answer is stored as the lease is released: a resend finds one or the other.
-    const stored = await store.completeBatch(req.runId, this.#deps.replicaId, {
-      batchId: req.batchId, requestHash: this.#calls.requestHash, responseJson, completedAt: Date.now(), summary: { turn: this.#turn, calls: results.length, statuses: { ...stats.callsByStatus } }
-    })
     // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
     if (!stored) responseJson = (await store.getBatch(req.runId, req.batchId))?.responseJson ?? responseJson
     if (state.uncertain !== undefined) this.#deps.uncertain?.afterBatch(req.runId, change, state.uncertain.dropped, state.uncertain.list, blockers(this.#held))
@@ -431,7 +385,63 @@ export class BatchRun implements RunnerHooks {
       log: { runId: req.runId, batchId: req.batchId, turn: this.#turn, calls: results.length, outcome }
     }
   }
+
+  /** Inside the run's atomic update: the batch's last changes to its run (uncertainties, termination, summaries, loop state). */
+  #close (r: RunRecord, ending: TerminationReason | null, change: UncertainChange): Closing {
+    const kept = recordChange(r, change)
+    let terminatedNow = false
+    if (ending !== null && r.state === 'active') {
+      r.state = 'terminated'
+      r.terminationReason = ending
+      terminatedNow = true
+    }
+    r.stats = addStats(r.stats ?? emptyStats(), this.#stats)
+    // Its answer is about to be stored: a batch that waited for approvals leaves the record.
+    if (r.waiting?.batchId === this.#req.batchId) r.waiting = null
+    this.#loops?.save(r)
+    return { state: r.state, terminationReason: r.terminationReason, terminatedNow, uncertain: kept }
+  }
+
+  /** The batch's answer as JSON text, the run as `closing` left it. */
+  #respond (closing: Closing): string {
+    const req = this.#req
+    const response: BatchResponse = {
+      runId: req.runId,
+      batchId: req.batchId,
+      turn: this.#turn,
+      state: 'completed',
+      results: this.#results,
+      events: this.#recorder.events,
+      policyMessages: this.#policyMessages,
+      continue: closing.state === 'active' && !this.#closed,
+      run: closing.terminationReason === null ? { state: closing.state } : { state: closing.state, terminationReason: closing.terminationReason }
+    }
+    if (req.format !== undefined) response.messages = renderMessages(req.format, this.#results, this.#policyMessages)
+    return JSON.stringify(response)
+  }
+
+  /** What the store keeps of the finished batch, for resends and the run's batch list. */
+  #record (responseJson: string): BatchRecord {
+    return {
+      batchId: this.#req.batchId,
+      requestHash: this.#calls.requestHash,
+      responseJson,
+      completedAt: Date.now(),
+      summary: { turn: this.#turn, calls: this.#results.length, statuses: { ...this.#stats.callsByStatus } }
+    }
+  }
 }
+
+/** How the batch left its run. */
+interface Closing {
+  state: RunRecord['state']
+  terminationReason: TerminationReason | null
+  terminatedNow: boolean
+  uncertain: ReturnType<typeof recordChange> | undefined
+}
+
+/** The run was gone when the batch finished. */
+const GONE: Closing = { state: 'ended', terminationReason: 'ended', terminatedNow: false, uncertain: undefined }
 
 /** A dispatch that threw inside toolgate may or may not have sent its request. */
 function dispatchFailed (c: SchedulableCall): DispatchOutcome<ActionOutcome> {

@@ -12,9 +12,11 @@ import { StopSwitch } from '../schedule/types.js'
 import { type BatchIdEntry, holds } from '../store/types.js'
 import type { BatchInfo } from '../telemetry/types.js'
 import { ObserverList } from '../telemetry/types.js'
-import { BatchRun } from './batch-run.js'
+import { heldIndexes } from '../approvals/waiting.js'
+import { BatchRun, type Early } from './batch-run.js'
 import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
 import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
+import { admitInto, preparableFirst, prepareCalls, sameTools } from './start.js'
 import type { BatchEvent } from './types.js'
 
 type Begin =
@@ -44,6 +46,8 @@ export class BatchEngine {
   readonly #controls = new Map<string, Control>()
   readonly #unsubscribe: () => void
   readonly #renewal: NodeJS.Timeout
+  /** Tool lists of runs that have one, as last seen here (see #noteTools). */
+  readonly #allowedTools = new Map<string, readonly string[]>()
 
   constructor (deps: EngineDeps) {
     this.#deps = deps
@@ -80,7 +84,23 @@ export class BatchEngine {
     const calls = identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
     const { requestHash } = calls
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
-    const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => this.#begin(run, entry, req, requestHash, tokens))
+    // Prepared before the lease when it may be, so that admission goes in the lease's own step.
+    const allowed = this.#allowedTools.get(req.runId) ?? null
+    const prepared = preparableFirst(this.#deps, req, this.#deps.tools) ? await prepareCalls(this.#deps, req, calls, allowed) : undefined
+    let early: Early | undefined
+    let tools: readonly string[] | null = null
+    const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => {
+      early = undefined
+      const begin = this.#begin(run, entry, req, requestHash, tokens)
+      tools = run.options.tools
+      // Prepared for another tool list than the run's (a run created again under its id): prepared again after.
+      if (begin.kind !== 'started' || prepared === undefined || !sameTools(tools, allowed)) return begin
+      early = { prepared }
+      // A batch with a call to approve is held before admission (src/approvals).
+      if (this.#deps.approvals === undefined || heldIndexes(prepared.outcomes).length === 0) early.admitted = admitInto(run, req.batchId, prepared)
+      return begin
+    })
+    this.#noteTools(req.runId, begun.found ? tools : null)
     const begin: Begin = begun.found ? begun.value : { kind: 'not_found' }
     switch (begin.kind) {
       case 'not_found':
@@ -97,8 +117,16 @@ export class BatchEngine {
         return await this.#resume(req, calls)
       }
       case 'started':
-        return await this.#run(req, begin.run, begin.turn, calls)
+        return await this.#run(req, begin.run, begin.turn, calls, early)
     }
+  }
+
+  /** Keeps the tool list of a run that has one, for preparing its next batch before its lease; most runs allow every tool and keep nothing. */
+  #noteTools (runId: string, tools: readonly string[] | null): void {
+    this.#allowedTools.delete(runId)
+    if (tools === null) return
+    if (this.#allowedTools.size >= MAX_TOOL_LISTS) this.#allowedTools.delete(this.#allowedTools.keys().next().value!)
+    this.#allowedTools.set(runId, tools)
   }
 
   /**
@@ -208,7 +236,7 @@ export class BatchEngine {
     return { kind: 'started', run, turn: run.counters.turns }
   }
 
-  async #run (req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls): Promise<BatchAnswer> {
+  async #run (req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls, early?: Early): Promise<BatchAnswer> {
     const { store, telemetry } = this.#deps
     const t0 = performance.now()
     const controller = new StopSwitch()
@@ -226,7 +254,7 @@ export class BatchEngine {
     if (req.tracestate !== undefined) info.tracestate = req.tracestate
     const observer = new ObserverList([recorder, telemetry.observeBatch(info)])
     try {
-      return await new BatchRun(this.#deps, req, run, turn, calls, controller, recorder, observer).execute()
+      return await new BatchRun(this.#deps, req, run, turn, calls, controller, recorder, observer, early).execute()
     } catch (err) {
       observer.batchCompleted('error', performance.now() - t0)
       // A bug must not leave the run leased forever.
@@ -276,6 +304,9 @@ export class BatchEngine {
   }
 }
 
+
+/** Most runs whose tool list is kept here. */
+const MAX_TOOL_LISTS = 10_000
 
 /** Leases are renewed every third of their length, but never more often than this. */
 const MIN_RENEWAL_MS = 100

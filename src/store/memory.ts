@@ -86,13 +86,15 @@ export class MemoryStore implements Store {
     })
   }
 
-  async completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean> {
+  async completeBatch (runId: string, owner: string, answer: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
+    let record: BatchRecord | undefined
     const done = this.#update(runId, (run) => {
+      record = typeof answer === 'function' ? answer(run) : answer
       const held = holds(run, owner, record.batchId)
       if (held) run.inFlight = null
       return held
     })
-    if (!done.found || !done.value) return false
+    if (!done.found || !done.value || record === undefined) return false
     const batches = ofRun(this.#batches, runId)
     let held = batches.get(record.batchId)
     if (held === undefined || held.requestHash !== record.requestHash) batches.set(record.batchId, (held = new HeldBatch(record.requestHash)))

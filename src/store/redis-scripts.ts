@@ -41,7 +41,7 @@ end
 
 /**
  * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased, tenant.
- * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit.
+ * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version.
  * Answers 0 when the run exists, -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
  * least recently used; never one whose lease is valid.
@@ -66,7 +66,7 @@ if redis.call('ZCARD', KEYS[2]) >= maxRuns then
   end
   if redis.call('ZCARD', KEYS[2]) >= maxRuns then return -1 end
 end
-redis.call('HSET', KEYS[1], 'v', '1', 'r', ARGV[2], 'rx', '0')
+redis.call('HSET', KEYS[1], 'v', ARGV[10], 'r', ARGV[2], 'rx', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 index(2, ARGV[1], now + tonumber(ARGV[4]), ARGV[5], ARGV[6])
 return 1
@@ -80,10 +80,14 @@ return 1
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
  * a batch id to record (its batchId and hash; '' for none), and the run's
  * place in idx:waiting (its waiting batch's expiry, '-' to leave it, '' when
- * neither the record read nor the one written holds a waiting batch). The version
- * covers the batch ids: a batch id is recorded only in the write that bumps it.
+ * neither the record read nor the one written holds a waiting batch), the
+ * version to write (unique: see RedisStore), and a batch id whose entry the
+ * writer assumed with the hash it assumed ('' when absent). The version covers
+ * the batch ids read with it: a batch id is recorded only in a write that
+ * changes the version; an entry that was assumed, not read, is checked here.
  * Answers 1 when written, 0 when the run is gone, and when another write came
- * first the version and record it left, so the writer can try again at once.
+ * first (or the entry is not as assumed) the version, record and entry's hash
+ * it found, so the writer can try again at once.
  * The run's receipts are kept until `rx`, at least retention after the run's
  * expiry; when the run outlives that, every receipt's TTL is pushed on by the
  * slack too, so this loop runs about once per slack, not once per update.
@@ -91,10 +95,12 @@ return 1
 export const UPDATE_RUN = script('update-run', INDEX + `
 local v = redis.call('HGET', KEYS[1], 'v')
 if not v then return 0 end
-if v ~= ARGV[1] then return { v, redis.call('HGET', KEYS[1], 'r') } end
+local entry = ''
+if ARGV[18] ~= '' then entry = redis.call('HGET', KEYS[3], ARGV[18]) or '' end
+if v ~= ARGV[1] or entry ~= ARGV[19] then return { v, redis.call('HGET', KEYS[1], 'r'), entry } end
 local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
-redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'r', ARGV[2])
+redis.call('HSET', KEYS[1], 'v', ARGV[17], 'r', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 if ARGV[12] ~= '' then redis.call('HSET', KEYS[2], ARGV[12], ARGV[13]) end
 if ARGV[14] ~= '' then redis.call('HSET', KEYS[3], ARGV[14], ARGV[15]) end

@@ -38,23 +38,13 @@ const DEFAULT_MAX_UPDATE_ATTEMPTS = 100
 const EVICTION_SCAN = 1000
 const LIST_CHUNK = 500
 
-/** How a compare-and-set went; a conflict answers the version and record that won. */
-type Write = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'conflict', version: string, json: string | undefined }
+/** How a compare-and-set went; a conflict answers the version, record and batch id entry it found. */
+type Write = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'conflict', found: Versioned | undefined }
 
-/** A run record and its version, as written or as a lost compare-and-set answered them. */
-interface Versioned { version: string, json: string }
+/** A run record and its version, as written or as a lost compare-and-set answered them, and the hash of the batch id asked about. */
+interface Versioned { version: string, json: string, hash?: string | undefined }
 
-/** A leased run as this replica last wrote it. */
-interface Known extends Versioned { leaseExpiresAt: number }
-
-/**
- * How long a run's lease must still have to go for its last known version to
- * be used without a read: while the lease holds, the run's key cannot expire
- * or be evicted (and come back as another run whose versions start again),
- * and this much allows for the clocks of two replicas to differ.
- */
-const KNOWN_LEASE_MARGIN_MS = 1000
-/** Most runs whose last version is kept; a run needs one only while a batch of it is running. */
+/** Most runs whose last written version is kept here (the least recently written go first). */
 const MAX_KNOWN = 10_000
 
 /** What an update reads and writes beside the run record, in the same compare-and-set. */
@@ -71,6 +61,13 @@ interface Beside {
 interface HeldValue extends StoredReceipt { pending?: string }
 
 interface CancelMessage { runId: string, reason: CancelReason, origin: string }
+
+/**
+ * What this store has asked of Redis so far: round trips (requests it waited
+ * on; commands sent together in one MULTI or one pipelined batch count once)
+ * and commands (a script counts once, however many keys it touches).
+ */
+export interface RedisTraffic { roundTrips: number, commands: number }
 
 /**
  * The shared store of several replicas. Run records are JSON with a version;
@@ -90,9 +87,12 @@ export class RedisStore implements Store {
   readonly #opts: Required<Omit<RedisStoreOptions, 'url' | 'prefix' | 'logger'>> & Pick<RedisStoreOptions, 'logger'>
   readonly #origin = randomUUID()
   readonly #queues = new Map<string, Promise<unknown>>()
-  /** Runs with a batch in flight, as last written from here: their next update skips the read (see #update). */
-  readonly #known = new Map<string, Known>()
+  /** Runs as last written from here: their next update skips the read (see #update). */
+  readonly #known = new Map<string, Versioned>()
+  /** Makes this process's versions unique: see #nextVersion. */
+  #written = 0
   readonly #cancelListeners = new Set<CancelListener>()
+  readonly #traffic: RedisTraffic = { roundTrips: 0, commands: 0 }
   #down = false
   #closed = false
 
@@ -122,12 +122,18 @@ export class RedisStore implements Store {
   /** The key prefix in use (tests clean up by it). */
   get prefix (): string { return this.#prefix }
 
+  /** Round trips and commands so far (a copy): the bench and the round-trip test read it. */
+  traffic (): RedisTraffic { return { ...this.#traffic } }
+
   async createRun (run: RunRecord): Promise<boolean> {
     const now = this.#opts.now()
+    const json = JSON.stringify(run)
+    const version = this.#nextVersion()
     const created = await this.#eval(CREATE_RUN,
       [this.#key('run', run.runId), ...this.#indexKeys(run.tenant)],
-      [run.runId, JSON.stringify(run), now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN])
+      [run.runId, json, now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#prefix, EVICTION_SCAN, version])
     if (created === -1) throw new StoreFullError()
+    if (created === 1) this.#remember(run.runId, version, json)
     return created === 1
   }
 
@@ -175,13 +181,14 @@ export class RedisStore implements Store {
     return { runs, next: { at: scores[limit - 1]!, runId: runs[limit - 1]!.runId } }
   }
 
-  async completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean> {
+  async completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
     // #write reads beside.record after fn, on every attempt: the answer goes with the release, or not at all.
     const beside: Beside = {}
     const done = await this.#update(runId, (run) => {
-      const held = holds(run, owner, record.batchId)
+      const answer = typeof record === 'function' ? record(run) : record
+      const held = holds(run, owner, answer.batchId)
       if (held) run.inFlight = null
-      beside.record = held ? record : undefined
+      beside.record = held ? answer : undefined
       return held
     }, beside)
     return done.found && done.value
@@ -266,7 +273,7 @@ export class RedisStore implements Store {
     const out: RunRecord[] = []
     for (let i = 0; i < ids.length; i += LIST_CHUNK) {
       const chunk = ids.slice(i, i + LIST_CHUNK)
-      const values = await this.#call(() => Promise.all(chunk.map((id) => this.#redis.hget(this.#key('run', id), 'r'))))
+      const values = await this.#call(() => Promise.all(chunk.map((id) => this.#redis.hget(this.#key('run', id), 'r'))), chunk.length)
       for (const [j, json] of values.entries()) {
         if (json === null) {
           // The run expired or was evicted with its waiting batch: its entry goes too.
@@ -329,54 +336,51 @@ export class RedisStore implements Store {
 
   /**
    * Compare-and-set of the run on its version, retried; what `beside` holds
-   * is read and written in the same steps. A run with a batch in flight
-   * (leased) was usually last written from here, a moment ago, by the same
-   * batch: its update starts from that version and record without reading
-   * them, which saves a round trip per update. The compare-and-set checks
-   * the version as it does after a read; when what was kept here is out of
-   * date it answers the run as the other write left it, and the update runs
-   * again from that at once. An entry of a batch id is only known by reading
-   * it, so updateRunWithBatchId always reads.
+   * is read and written in the same steps. A run last written from here
+   * (most runs, most of the time: its batches come to the replica that ran
+   * the last one, or the replica that created it) starts from that version
+   * and record without reading them, assuming that the batch id asked about,
+   * if any, is new: that saves a round trip per update. Versions are unique
+   * (see #nextVersion), so the compare-and-set tells a run written by
+   * another replica, or gone and created again, from the one kept here; it
+   * checks the assumed batch id entry too. When what was kept here is out
+   * of date it answers the run as it found it, and the update runs again
+   * from that at once.
    */
   #update<T> (runId: string, fn: (run: RunRecord) => T, beside: Beside = {}): Promise<UpdateResult<T>> {
     return this.#serial(runId, async () => {
-      // Only a batch id's entry needs a read: it is not kept here.
-      let guess = beside.entry === undefined ? this.#lastKnown(runId) : undefined
-      let answered: Versioned | undefined
+      const { entry } = beside
+      let start = this.#known.get(runId)
+      let guessed = start !== undefined
       for (let attempt = 1; ; attempt++) {
-        let version: string
-        let json: string
-        let hash: string | undefined
-        const guessed = guess !== undefined
-        const start = guess ?? answered
-        guess = answered = undefined
-        if (start !== undefined) {
-          ({ version, json } = start)
-        } else {
-          const read = await this.#read(runId, beside.entry?.batchId)
+        if (start === undefined) {
+          const read = await this.#read(runId, entry?.batchId)
           if (read === undefined) {
             this.#known.delete(runId)
             return { found: false }
           }
-          [version, json, hash] = read
+          start = read
         }
-        const { entry } = beside
+        const { version, json, hash } = start
+        start = undefined
         if (entry !== undefined) entry.requestHash = hash
         const run = JSON.parse(json) as RunRecord
         const waited = run.waiting != null
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
-        const written = await this.#write(run, version, beside, entry?.requestHash !== hash ? entry : undefined, waited)
+        const next = this.#nextVersion()
+        const written = await this.#write(run, version, next, beside, entry?.requestHash !== hash ? entry : undefined, hash, waited)
         if (written.kind === 'ok') {
-          this.#remember(run, written.json, nextVersion(version))
+          this.#remember(runId, next, written.json)
           return { found: true, value }
         }
         this.#known.delete(runId)
         if (written.kind === 'gone') return { found: false }
         // What was kept here was out of date: this attempt raced nobody and does not count.
-        // The next starts at once from the run as the conflict answered it (or reads it).
+        // The next starts at once from the run as the conflict answered it.
         if (guessed) {
-          if (written.json !== undefined) answered = { version: written.version, json: written.json }
+          guessed = false
+          start = written.found
           attempt--
           continue
         }
@@ -389,21 +393,20 @@ export class RedisStore implements Store {
     })
   }
 
-  /** The run's last known version and record, while its lease has long enough to go that they can stand for a read. */
-  #lastKnown (runId: string): Known | undefined {
-    const known = this.#known.get(runId)
-    if (known === undefined) return undefined
-    if (known.leaseExpiresAt - this.#opts.now() > KNOWN_LEASE_MARGIN_MS) return known
+  /** Keeps what was just written of a run, for its next update. */
+  #remember (runId: string, version: string, json: string): void {
     this.#known.delete(runId)
-    return undefined
+    if (this.#known.size >= MAX_KNOWN) this.#known.delete(this.#known.keys().next().value!)
+    this.#known.set(runId, { version, json })
   }
 
-  /** Keeps what was just written of a leased run; forgets a run without a lease (its next batch reads anyway). */
-  #remember (run: RunRecord, json: string, version: string): void {
-    this.#known.delete(run.runId)
-    if (run.inFlight === null) return
-    if (this.#known.size >= MAX_KNOWN) this.#known.delete(this.#known.keys().next().value!)
-    this.#known.set(run.runId, { version, json, leaseExpiresAt: run.inFlight.leaseExpiresAt })
+  /**
+   * A version no other write of any run ever had: this store's random origin
+   * and a count. A run that expired and was created again never comes back
+   * at a version kept here (a counter from 1 would).
+   */
+  #nextVersion (): string {
+    return `${this.#origin}.${(++this.#written).toString(36)}`
   }
 
   /**
@@ -412,7 +415,7 @@ export class RedisStore implements Store {
    * hash too, since every write of one bumps the version. Undefined when the
    * run is gone.
    */
-  async #read (runId: string, batchId: string | undefined): Promise<[version: string, json: string, known: string | undefined] | undefined> {
+  async #read (runId: string, batchId: string | undefined): Promise<Versioned | undefined> {
     const key = this.#key('run', runId)
     let fields: Array<string | null>
     let known: string | null = null
@@ -424,14 +427,14 @@ export class RedisStore implements Store {
         if (replies === null) throw new Error('the read of the run was aborted')
         for (const [err] of replies) if (err !== null) throw err
         return replies.map(([, reply]) => reply) as [Array<string | null>, string | null]
-      })
+      }, 4)
     }
     const [version, json] = fields
-    return version == null || json == null ? undefined : [version, json, known ?? undefined]
+    return version == null || json == null ? undefined : { version, json, hash: known ?? undefined }
   }
 
-  /** The compare-and-set; `recorded` is `beside.entry` when `fn` recorded its batch id. */
-  async #write (run: RunRecord, version: string, beside: Beside, recorded: Beside['entry'], waited: boolean): Promise<Write> {
+  /** The compare-and-set from `version` to `next`; `recorded` is `beside.entry` when `fn` recorded its batch id, `hash` what its entry was taken to be. */
+  async #write (run: RunRecord, version: string, next: string, beside: Beside, recorded: Beside['entry'], hash: string | undefined, waited: boolean): Promise<Write> {
     const now = this.#opts.now()
     const { record } = beside
     const json = JSON.stringify(run)
@@ -441,11 +444,13 @@ export class RedisStore implements Store {
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, beside.dropBatches === true ? '1' : '0', this.#key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
         recorded?.batchId ?? '', recorded?.requestHash ?? '',
-        run.waiting != null ? String(run.waiting.expiresAt) : waited ? '-' : ''])
+        run.waiting != null ? String(run.waiting.expiresAt) : waited ? '-' : '',
+        next, beside.entry?.batchId ?? '', hash ?? ''])
     if (answer === 1) return { kind: 'ok', json }
     if (answer === 0) return { kind: 'gone' }
-    const [won, wonJson] = Array.isArray(answer) ? answer as unknown[] : []
-    return { kind: 'conflict', version: String(won), json: typeof wonJson === 'string' ? wonJson : undefined }
+    const [won, wonJson, wonHash] = Array.isArray(answer) ? answer as unknown[] : []
+    if (typeof wonJson !== 'string') return { kind: 'conflict', found: undefined }
+    return { kind: 'conflict', found: { version: String(won), json: wonJson, hash: typeof wonHash === 'string' && wonHash !== '' ? wonHash : undefined } }
   }
 
   /** Idle expiry as in the memory store, but never before a valid lease runs out. */
@@ -471,15 +476,19 @@ export class RedisStore implements Store {
         return await this.#redis.evalsha(s.sha, keys.length, ...keys, ...args)
       } catch (err) {
         if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err
+        this.#traffic.roundTrips++
+        this.#traffic.commands++
         return this.#redis.eval(s.lua, keys.length, ...keys, ...args)
       }
     })
   }
 
   /** Every Redis failure becomes a StoreUnavailableError, with Redis's message only (never the command's arguments). */
-  async #call<T> (op: () => Promise<T>): Promise<T> {
+  async #call<T> (op: () => Promise<T>, commands = 1): Promise<T> {
     // Known lost: answer at once rather than queue the command until the next reconnection attempt.
     if (lost(this.#redis)) throw new StoreUnavailableError('The Redis store is unreachable')
+    this.#traffic.roundTrips++
+    this.#traffic.commands += commands
     try {
       return await op()
     } catch (err) {
@@ -581,7 +590,3 @@ function leaseOf (run: RunRecord): string {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** The version UPDATE_RUN gives the record it writes over `version`. */
-function nextVersion (version: string): string {
-  return String(Number(version) + 1)
-}

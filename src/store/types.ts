@@ -109,8 +109,14 @@ export interface Store {
    * not renew) stores nothing, so the answer of the replica that took over
    * stays the one resends get. Answers whether it stored; nothing happens
    * when the run is gone. Marks the run used now.
+   *
+   * Given a function instead of a record, the function runs on the run in
+   * that same atomic step, as `updateRun`'s does (synchronous, may mutate the
+   * record, decides before it mutates; its changes are kept whether or not
+   * the lease is held), and answers the record to store: a batch's last
+   * changes to its run, its answer and the release are then one write.
    */
-  completeBatch (runId: string, owner: string, record: BatchRecord): Promise<boolean>
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean>
 
   /**
    * Stores a receipt unless one with the same operationId exists (the first
