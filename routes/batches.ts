@@ -68,6 +68,8 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     const request = {
       runId: req.params.runId,
       tenant: principal.tenant,
+      reqId: req.id,
+      ...(principal.name === undefined ? {} : { keyName: principal.name }),
       scopes: principal.scopes,
       batchId,
       calls,

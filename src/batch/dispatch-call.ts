@@ -13,7 +13,14 @@ export { type PlainOutcome, interpretAnswer, isObject } from './interpret.js'
  */
 export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string,
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
-  return executorOf(ctx, call).send(ctx, call, operationId, trace, argumentsJson)
+  const sent = executorOf(ctx, call).send(ctx, call, operationId, trace, argumentsJson)
+  const onAnswer = ctx.onAnswer
+  if (onAnswer === undefined) return sent
+  return sent.then((answer) => {
+    // Telemetry never changes what a call does.
+    try { onAnswer(call, answer) } catch { /* ignored */ }
+    return answer
+  })
 }
 
 /** Dispatches a plain (non-action) tool call and settles it for the runner (`trace` and `argumentsJson` as sendToExecutor takes them). */

@@ -34,6 +34,8 @@ export interface DispatchContext {
   bodyPrefix: string
   /** The executor of tools that name none of their own: toolgate's HTTP executor protocol. */
   http: Executor
+  /** Told every answer as it comes, before it is given its meaning (telemetry reads why an exchange failed). */
+  onAnswer?: (call: PreparedCall, answer: ExecutorAnswer) => void
 }
 
 /**
