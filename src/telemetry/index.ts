@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { Store } from '../store/types.js'
 import { BatchLog, batchBindings } from './batch-log.js'
 import { Metrics, type ToolNames } from './metrics.js'
+import { RequestMetrics } from './request-metrics.js'
 import { SummaryAggregator } from './summary.js'
 import { tracingObserver } from './tracing.js'
 import { type BatchInfo, type BatchObserver, ObserverList, type Telemetry } from './types.js'
@@ -10,6 +11,8 @@ import { type BatchInfo, type BatchObserver, ObserverList, type Telemetry } from
 export interface TelemetryHandle extends Telemetry {
   readonly metrics: Metrics
   readonly summary: SummaryAggregator
+  /** What the HTTP side counts (requests, replays, streams, tokens, runs). */
+  readonly requests: RequestMetrics
   runTerminated (runId: string, reason: string, batchId?: string, reqId?: string): void
 }
 
@@ -36,6 +39,7 @@ export function createTelemetry (opts: TelemetryOptions): TelemetryHandle {
   return {
     metrics,
     summary,
+    requests: new RequestMetrics(metrics.registry),
     observeBatch (info: BatchInfo): BatchObserver {
       const observers = [metrics.observer(), new BatchLog(logger, info), tracingObserver(info)]
       if (opts.extra !== undefined) observers.push(opts.extra.observeBatch(info))
