@@ -29,7 +29,7 @@ import { ExecutorClient } from '../src/dispatch/client.js'
 import { executorBodyPrefix } from '../src/dispatch/executor-body.js'
 import { IsoTime } from '../src/events/iso-time.js'
 import { jsonString } from '../src/json-text.js'
-import { createLogger, fieldsText, logFields } from '../src/logger.js'
+import { createLogger } from '../src/logger.js'
 import { operationId } from '../src/receipts/operation-id.js'
 import { fingerprintOfText } from '../src/repeat/fingerprint.js'
 import { randomHex } from '../src/telemetry/tracing.js'
@@ -106,7 +106,7 @@ export function buildFloor (executorUrl: string): { app: FastifyInstance, close:
     }))
     const json = JSON.stringify({ runId: run.runId, batchId, turn, results, events: [], policyMessages: [], continue: true, run: { state: 'active' } })
     run.batches.set(batchId, { hash, answer: Buffer.from(json) })
-    logFields(logger, 'info', fieldsText({ runId: run.runId, batchId, turn, calls: calls.length, outcome: 'completed', durationMs: Math.round((performance.now() - t0) * 1000) / 1000 }), 'batch completed')
+    logger.info({ runId: run.runId, batchId, turn, calls: calls.length, outcome: 'completed', durationMs: Math.round((performance.now() - t0) * 1000) / 1000 }, 'batch completed')
     return await reply.type('application/json; charset=utf-8').send(json)
   })
 

@@ -5,6 +5,7 @@ import type { BatchEvent } from '../src/batch/types.js'
 import { ProblemError, problemBody } from '../src/errors.js'
 import { decodeBatchBody } from '../src/formats/index.js'
 import { principalOf } from '../src/http/auth.js'
+import type { LineFields } from '../src/logger.js'
 import { logRequest } from '../src/http/access-log.js'
 import { SseStream } from '../src/http/sse.js'
 import { waitForAnswer } from '../src/approvals/waiters.js'
@@ -68,6 +69,8 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     const request = {
       runId: req.params.runId,
       tenant: principal.tenant,
+      reqId: req.id,
+      ...(principal.name === undefined ? {} : { keyName: principal.name }),
       scopes: principal.scopes,
       batchId,
       calls,
@@ -80,7 +83,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     if (!wantsEventStream(req.headers.accept)) {
       // The response is JSON text already (the stored answer, byte for byte, when replayed).
       const { body, log, status } = await engine.execute(request)
-      req.batchLog = log
+      req.batchLog = withTokens(log, usage)
       return reply.code(status ?? 200).type(JSON_TYPE).send(body)
     }
 
@@ -106,7 +109,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         if (e.type !== 'batch.completed') write(e.type, e)
       }
       const answered = await engine.execute({ ...request, signal: gone.signal, onEvent })
-      req.batchLog = answered.log
+      req.batchLog = withTokens(answered.log, usage)
       let body: string | null = answered.body
       if (answered.status === 202) {
         // Held for approvals: the stream stays open until the batch completes, on whichever request or replica.
@@ -147,6 +150,15 @@ export function wantsEventStream (accept: string | undefined): boolean {
   }
   const sse = quality.get('text/event-stream') ?? 0
   return sse > 0 && sse >= (quality.get('application/json') ?? 0)
+}
+
+/** A batch's line with the tokens its request reported, unless it was answered from the store (they were counted then). */
+function withTokens (log: LineFields, usage: { inputTokens?: number, outputTokens?: number } | undefined): LineFields {
+  if (usage === undefined || log.replayed === true) return log
+  const out = { ...log }
+  if (usage.inputTokens !== undefined) out.inputTokens = usage.inputTokens
+  if (usage.outputTokens !== undefined) out.outputTokens = usage.outputTokens
+  return out
 }
 
 function traceContext (headers: Record<string, string | string[] | undefined>): { traceparent?: string, tracestate?: string } {

@@ -1,3 +1,4 @@
+import { audit } from '../src/http/audit.js'
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ProblemError } from '../src/errors.js'
@@ -42,6 +43,7 @@ export const mcpServerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   }, async (req) => {
     const view = mcp.view(req.params.name)
     if (view === undefined) throw notFound(req.params.name)
+    audit(req, 'mcp_server.refreshed', req.params.name)
     return view
   })
 
@@ -72,6 +74,7 @@ export const mcpServerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     }
     try {
       const { view, created } = await mcp.put({ ...req.body, name })
+      audit(req, created ? 'mcp_server.created' : 'mcp_server.replaced', name)
       return reply.code(created ? 201 : 200).send(view)
     } catch (err) {
       if (err instanceof InvalidMcpServerError) throw new ProblemError('invalid_mcp_server', err.message, { problems: err.problems })
@@ -91,6 +94,7 @@ export const mcpServerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     }
   }, async (req, reply) => {
     if (!(await mcp.delete(req.params.name))) throw notFound(req.params.name)
+    audit(req, 'mcp_server.deleted', req.params.name)
     return reply.code(204).send(null)
   })
 
@@ -107,6 +111,7 @@ export const mcpServerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   }, async (req) => {
     const view = await mcp.refresh(req.params.name)
     if (view === undefined) throw notFound(req.params.name)
+    audit(req, 'mcp_server.refreshed', req.params.name)
     return view
   })
 }

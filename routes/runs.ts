@@ -33,6 +33,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
   }, async (req, reply) => {
     const view = await runs.create(principalOf(req).tenant, req.body)
     services.telemetry.summary.runCreated()
+    services.telemetry.requests.runCreated()
     return reply.code(201).send(view)
   })
 
@@ -58,7 +59,11 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
       params: RunIdParams,
       response: { 200: answer(RunRef, 'The run, now ended.'), ...problems('run_not_found') }
     }
-  }, async (req) => runs.end(principalOf(req).tenant, req.params.runId))
+  }, async (req) => {
+    const view = await runs.end(principalOf(req).tenant, req.params.runId)
+    services.telemetry.requests.runEnded()
+    return view
+  })
 
   app.get('/v1/runs/:runId/tools', {
     config: orchestrator,

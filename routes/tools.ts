@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ProblemError } from '../src/errors.js'
+import { audit } from '../src/http/audit.js'
 import type { Services } from '../src/services.js'
 import { InvalidToolError } from '../src/tools/registry.js'
 import { problems } from '../schemas/common.js'
@@ -63,6 +64,7 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     }
     try {
       const { tool, created } = tools.put({ ...req.body, name })
+      audit(req, created ? 'tool.created' : 'tool.replaced', name)
       return reply.code(created ? 201 : 200).send(tool.definition)
     } catch (err) {
       if (err instanceof InvalidToolError) throw new ProblemError('invalid_tool', err.message, { problems: err.problems })
@@ -84,6 +86,7 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     const owner = tools.ownerOf(req.params.name)
     if (owner !== undefined) throw new ProblemError('invalid_tool', `${req.params.name} is imported from MCP server ${owner}; exclude it there instead`)
     if (!tools.delete(req.params.name)) throw new ProblemError('tool_not_found', `No tool ${req.params.name}`)
+    audit(req, 'tool.deleted', req.params.name)
     return reply.code(204).send(null)
   })
 }

@@ -11,6 +11,8 @@ import { createStore } from './store/create.js'
 import type { Store } from './store/types.js'
 import { type Telemetry } from './telemetry/types.js'
 import { createTelemetry, type TelemetryHandle } from './telemetry/index.js'
+import { meteredAuthorizer } from './telemetry/authorizer-metrics.js'
+import { meteredStore } from './telemetry/store-metrics.js'
 import { ToolRegistry } from './tools/registry.js'
 import { createAuthorizer } from './auth/authorizer.js'
 import { McpServers } from './mcp/servers.js'
@@ -62,11 +64,14 @@ const APPROVAL_SWEEP_MS = 1000
 
 export function createServices (config: Config, logger: Logger, overrides: ServiceOverrides = {}): Services {
   const runTtlMs = config.runTtlSeconds * 1000
-  const store = overrides.store ?? createStore(config, logger)
+  const unmetered = overrides.store ?? createStore(config, logger)
   const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins })
   const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes })
-  const telemetry = createTelemetry({ logger, store, extra: overrides.telemetry })
-  const authorizer = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
+  const telemetry = createTelemetry({ logger, store: unmetered, toolNames: () => tools.list().map((t) => t.name), extra: overrides.telemetry })
+  // Everything but the scrape's own gauges goes through the timed store.
+  const store = meteredStore(unmetered, telemetry.metrics.registry)
+  const external = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
+  const authorizer = external === undefined ? undefined : meteredAuthorizer(external, telemetry.metrics.registry)
   const replicaId = randomUUID()
   const mcp = new McpServers({ tools, logger, metrics: telemetry.metrics.registry, allowedOrigins: config.executorAllowedOrigins, ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect }) })
   const uncertain = new UncertainWrites({

@@ -16,6 +16,7 @@ import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
 import { planEpochs } from '../schedule/plan.js'
 import { EpochRunner } from '../schedule/runner.js'
 import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement, StopSwitch } from '../schedule/types.js'
+import { type ExecutorFailure, executorFailureOf } from '../telemetry/executor-failure.js'
 import type { BatchOutcome, CallInfo, ObserverList } from '../telemetry/types.js'
 import type { Admission } from './admit.js'
 import { LoopWatch } from './loop-watch.js'
@@ -82,6 +83,8 @@ export class BatchRun implements RunnerHooks {
   /** The detectors reading results; the reason they stopped the run, if they did. */
   #loops: LoopWatch | null = null
   #loopStop: LoopTerminationReason | null = null
+  /** By call index: why its exchange with the executor failed, when it did. */
+  readonly #failures: Array<ExecutorFailure | undefined> = []
   /** What every dispatch of the batch shares. */
   readonly #context: DispatchContext
   /** The run, as operation ids name it. */
@@ -99,7 +102,16 @@ export class BatchRun implements RunnerHooks {
     this.#controller = controller
     this.#recorder = recorder
     this.#observer = observer
-    this.#context = { runId: req.runId, batchId: req.batchId, bodyPrefix: executorBodyPrefix(req.runId, req.batchId), http: deps.http }
+    this.#context = {
+      runId: req.runId,
+      batchId: req.batchId,
+      bodyPrefix: executorBodyPrefix(req.runId, req.batchId),
+      http: deps.http,
+      onAnswer: (call, answer) => {
+        const failure = executorFailureOf(answer, call.tool.action !== null)
+        if (failure !== null) this.#failures[call.index] = failure
+      }
+    }
     this.#identity = { runId: req.runId, tenant: req.tenant, createdAt: run.createdAt }
   }
 
@@ -322,7 +334,8 @@ export class BatchRun implements RunnerHooks {
     this.#results[c.index] = result
     const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
     this.#observer.callSettled({
-      callId: c.id, tool: call.tool.name, known: true, epoch: s.epoch, status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, reason: reasonOf(result.details)
+      callId: c.id, tool: call.tool.name, known: true, epoch: s.epoch, status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, reason: reasonOf(result.details),
+      executor: call.tool.executor.via === undefined ? 'http' : 'mcp', failure: this.#failures[c.index]
     })
   }
 

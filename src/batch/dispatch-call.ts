@@ -1,9 +1,13 @@
-import { type DispatchContext, type ExecutorAnswer, executorOf } from '../dispatch/executor.js'
+import { type DispatchContext as ExecutorContext, type ExecutorAnswer, executorOf } from '../dispatch/executor.js'
 import type { PreparedCall } from '../prepare/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import { type PlainOutcome, interpretAnswer } from './interpret.js'
 
-export type { DispatchContext } from '../dispatch/executor.js'
+/** The executor port's context, with what the batch itself listens for. */
+export interface DispatchContext extends ExecutorContext {
+  /** Told every answer as it comes, before it is given its meaning (telemetry reads why an exchange failed). */
+  onAnswer?: (call: PreparedCall, answer: ExecutorAnswer) => void
+}
 export { type PlainOutcome, interpretAnswer, isObject } from './interpret.js'
 
 /**
@@ -13,7 +17,14 @@ export { type PlainOutcome, interpretAnswer, isObject } from './interpret.js'
  */
 export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string,
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
-  return executorOf(ctx, call).send(ctx, call, operationId, trace, argumentsJson)
+  const sent = executorOf(ctx, call).send(ctx, call, operationId, trace, argumentsJson)
+  const onAnswer = ctx.onAnswer
+  if (onAnswer === undefined) return sent
+  return sent.then((answer) => {
+    // Telemetry never changes what a call does.
+    try { onAnswer(call, answer) } catch { /* ignored */ }
+    return answer
+  })
 }
 
 /** Dispatches a plain (non-action) tool call and settles it for the runner (`trace` and `argumentsJson` as sendToExecutor takes them). */

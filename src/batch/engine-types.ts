@@ -42,6 +42,10 @@ export interface EngineDeps {
 export interface BatchRequest {
   runId: string
   tenant: string
+  /** The id of the request that brought the batch: its log lines carry it. */
+  reqId?: string
+  /** The name of the caller's key, when it has one (never the key), for its log lines. */
+  keyName?: string
   scopes: ReadonlySet<string>
   batchId: string
   calls: RawCall[]

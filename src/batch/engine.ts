@@ -107,7 +107,7 @@ export class BatchEngine {
       case 'busy':
       case 'reused':
       case 'not_active':
-        if (begin.kind === 'not_active' && begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId)
+        if (begin.kind === 'not_active' && begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId, req.reqId)
         throw refusal(begin, req)
       case 'waiting':
         return { body: begin.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
@@ -248,7 +248,7 @@ export class BatchEngine {
     if (req.signal?.aborted === true) controller.abort('client_gone')
     const recorder = new EventRecorder(run.options.events, req.onEvent)
     if (req.approvals !== undefined) recorder.continueFrom(req.approvals.events)
-    const info: BatchInfo = { runId: req.runId, batchId: req.batchId, tenant: req.tenant, turn, calls: req.calls.length, mode: run.options.toolExecution }
+    const info: BatchInfo = { runId: req.runId, batchId: req.batchId, tenant: req.tenant, reqId: req.reqId, keyName: req.keyName, turn, calls: req.calls.length, mode: run.options.toolExecution }
     // The caller's trace context, when it sent one, continues in the batch's spans.
     if (req.traceparent !== undefined) info.traceparent = req.traceparent
     if (req.tracestate !== undefined) info.tracestate = req.tracestate

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { jsonNumber, jsonString } from '../json-text.js'
-import { type LineFields, type LineLevel, fieldsText, logFields } from '../logger.js'
+import type { LineFields } from '../logger.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,21 +41,22 @@ export function registerAccessLog (app: FastifyInstance): void {
 export function logRequest (req: FastifyRequest, status: number, elapsedMs: number): void {
   if (req.lineWritten) return
   req.lineWritten = true
-  // Written by the root logger with the request id first, which reads exactly as a line of
-  // the request's child logger would, without making that child (src/http/request-logger.ts).
-  // The fields are written as JSON text here, where their shape is known (src/logger.ts, logFields).
   // Noted by the route's first hook; read back only for a request that never reached it (no route, shed).
   const route = req.routeUrl ?? req.routeOptions.url
-  let fields = `,"reqId":${jsonString(req.id)},"method":${jsonString(req.method)}` +
-    (route === undefined ? '' : `,"route":${jsonString(route)}`) +
-    `,"status":${jsonNumber(status)},"durationMs":${jsonNumber(Math.round(elapsedMs * 100) / 100)}`
+  req.server.services.telemetry.requests.answered(req.method, route, status, elapsedMs, req.batchLog)
+  // Written by the root logger with the request id first, which reads exactly as a line of
+  // the request's child logger would, without making that child (src/http/request-logger.ts).
+  const line: Record<string, string | number | boolean> = { reqId: req.id, method: req.method }
+  if (route !== undefined) line.route = route
+  line.status = status
+  line.durationMs = Math.round(elapsedMs * 100) / 100
   const principal = req.principal
   if (principal !== null) {
-    fields += `,"tenant":${jsonString(principal.tenant)}`
-    if (principal.name !== undefined) fields += `,"keyName":${jsonString(principal.name)}`
+    line.tenant = principal.tenant
+    if (principal.name !== undefined) line.keyName = principal.name
   }
-  if (req.traceId !== null) fields += `,"trace_id":${jsonString(req.traceId)}`
-  if (req.batchLog !== null) fields += fieldsText(req.batchLog)
-  const level: LineLevel = status < 400 && route !== undefined && POLLED_ROUTES.has(route) ? 'debug' : 'info'
-  logFields(req.server.log, level, fields, req.batchLog === null ? 'request' : 'batch completed')
+  if (req.traceId !== null) line.trace_id = req.traceId
+  if (req.batchLog !== null) Object.assign(line, req.batchLog)
+  const level = status < 400 && route !== undefined && POLLED_ROUTES.has(route) ? 'debug' : 'info'
+  req.server.log[level](line, req.batchLog === null ? 'request' : 'batch completed')
 }

@@ -1,95 +1,96 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { FastHistogram } from './histogram.js'
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { TERMINATION_REASONS } from '../../schemas/run-states.js'
+import type { CallStatus } from '../batch/types.js'
 import type { LoopKind } from '../repeat/loops.js'
 import type { Store } from '../store/types.js'
+import { buildInfo } from './build-info.js'
+import { FastCounter } from './counter.js'
+import { EXECUTOR_FAILURE_CAUSES, EXECUTOR_KINDS } from './executor-failure.js'
+import { FastHistogram } from './histogram.js'
 import type { BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './types.js'
 
 const BATCH_OUTCOMES: readonly BatchOutcome[] = ['completed', 'terminated', 'cancelled', 'closed', 'error', 'awaiting_approval']
+const CALL_STATUSES: readonly CallStatus[] = ['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed', 'denied']
+const LOOP_KINDS: readonly LoopKind[] = ['exact', 'cycle', 'errors', 'no_progress']
+const LOOP_ACTIONS = ['advisory', 'terminated'] as const
+/** What `runTerminated` is told: cancelling and ending a run are not terminations. */
+const TERMINATIONS = TERMINATION_REASONS.filter((r) => r !== 'cancelled' && r !== 'ended')
+
+/**
+ * prom-client's default gauges named `*_total`, which Prometheus reserves
+ * for counters (`promtool check metrics` flags them). Their counts are in
+ * `nodejs_active_handles`, `nodejs_active_requests` and
+ * `nodejs_active_resources` (by type) already.
+ */
+const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
 
 /** Label used for calls whose tool name resolved to nothing, so model typos cannot grow the label set. */
 export const UNKNOWN_TOOL_LABEL = '(unknown)'
 
+/** The names of the tools the process knows now (the registry, imported MCP tools included). */
+export type ToolNames = () => Iterable<string>
+
 /**
  * The service's Prometheus metrics, one Registry per app instance. Labels
  * are small fixed sets (tool, status, outcome, reason), never run or call ids.
+ *
+ * Every label set that can be known is exported at 0 before its first event
+ * (tools of the registry, statuses, reasons, kinds): a series that appears
+ * with its first count gives `increase()` nothing to compare it with, so an
+ * alert on the first uncertain write after a deploy would never fire. The
+ * tool series follow the registry at each scrape: a tool added or imported
+ * shows at 0, and the zero series of a tool removed go (counted ones stay).
+ *
+ * The batch path's counters and histograms count in plain numbers, read by
+ * the registry at scrape time (FastCounter, FastHistogram).
  */
 export class Metrics {
   readonly registry = new Registry()
-  readonly batches: Counter<'outcome'>
+  readonly batches: FastCounter<'outcome'>
   readonly batchDuration: FastHistogram
-  readonly calls: Counter<'tool' | 'status'>
+  readonly calls: FastCounter<'tool' | 'status'>
   readonly callDuration: FastHistogram
-  readonly epochs: Counter
+  readonly epochs: FastCounter
   readonly epochWidth: FastHistogram
-  readonly repeatAdvisories: Counter<'tool'>
-  readonly repeatTerminations: Counter<'tool'>
-  readonly loopDetections: Counter<'kind' | 'action'>
-  readonly projectionFailures: Counter<'tool'>
-  readonly uncertainWrites: Counter<'tool'>
-  readonly blockedCalls: Counter<'tool'>
-  readonly runTerminations: Counter<'reason'>
-  readonly inFlightCalls: Gauge
-  readonly inFlightBatches: Gauge
-  // The hottest series are counted in plain numbers and handed to prom-client
-  // when it collects (on scrape): prom-client hashes the label set on every
-  // update, several µs per call.
-  /** Calls answered, by tool then status. */
-  readonly #pendingCalls = new Map<string, Map<string, { n: number }>>()
-  readonly #pendingBatches = new Map<BatchOutcome, { n: number }>()
-  #pendingEpochs = 0
+  readonly repeatAdvisories: FastCounter<'tool'>
+  readonly loopDetections: FastCounter<'kind' | 'action'>
+  readonly projectionFailures: FastCounter<'tool'>
+  readonly uncertainWrites: FastCounter<'tool'>
+  readonly blockedCalls: FastCounter<'tool'>
+  readonly runTerminations: FastCounter<'reason'>
+  readonly executorFailures: FastCounter<'executor' | 'cause'>
   #callsInFlight = 0
   #batchesInFlight = 0
 
-  constructor (store: Store) {
+  constructor (store: Pick<Store, 'countRuns' | 'ready'>, toolNames: ToolNames = () => []) {
     const registers = [this.registry]
     collectDefaultMetrics({ register: this.registry })
-    this.batches = new Counter({
-      name: 'toolgate_batches_total',
-      help: 'Batches answered, by outcome (completed, terminated, cancelled, closed, error, awaiting_approval).',
-      labelNames: ['outcome'],
-      registers,
-      collect: () => {
-        for (const [outcome, p] of this.#pendingBatches) {
-          if (p.n > 0) this.batches.inc({ outcome }, p.n)
-          p.n = 0
-        }
-      }
-    })
+    for (const name of MISNAMED_DEFAULTS) this.registry.removeSingleMetric(name)
+    const perTool = (name: string, help: string): FastCounter<'tool'> => {
+      const counter: FastCounter<'tool'> = new FastCounter({ name, help, labelNames: ['tool'], registers, collect: () => { followTools(counter, toolNames, (tool) => [[tool]]) } })
+      return counter
+    }
+    this.batches = new FastCounter({ name: 'toolgate_batches_total', help: 'Batches answered, by outcome (completed, terminated, cancelled, closed, error, awaiting_approval).', labelNames: ['outcome'], registers })
     this.batchDuration = new FastHistogram({ name: 'toolgate_batch_duration_seconds', help: 'Wall time of a batch, from lease to answer.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers })
-    this.calls = new Counter({
+    const calls: FastCounter<'tool' | 'status'> = this.calls = new FastCounter({
       name: 'toolgate_tool_calls_total',
       help: 'Tool calls answered, by tool and status.',
       labelNames: ['tool', 'status'],
       registers,
-      collect: () => {
-        for (const [tool, byStatus] of this.#pendingCalls) {
-          for (const [status, p] of byStatus) {
-            if (p.n > 0) this.calls.inc({ tool, status }, p.n)
-            p.n = 0
-          }
-        }
-      }
+      collect: () => { followTools(calls, toolNames, (tool) => CALL_STATUSES.map((status) => [tool, status])) }
     })
     this.callDuration = new FastHistogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time from dispatch to settlement of calls that ran.', labelName: 'tool', buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers })
-    this.epochs = new Counter({
-      name: 'toolgate_epochs_total',
-      help: 'Epochs started.',
-      registers,
-      collect: () => {
-        if (this.#pendingEpochs > 0) this.epochs.inc(this.#pendingEpochs)
-        this.#pendingEpochs = 0
-      }
-    })
+    this.epochs = new FastCounter({ name: 'toolgate_epochs_total', help: 'Epochs started.', registers })
     this.epochWidth = new FastHistogram({ name: 'toolgate_epoch_width_calls', help: 'Calls per epoch.', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers })
-    this.repeatAdvisories = new Counter({ name: 'toolgate_repeat_advisories_total', help: 'Exact-repeat advisories (the call still ran).', labelNames: ['tool'], registers })
-    this.repeatTerminations = new Counter({ name: 'toolgate_repeat_terminations_total', help: 'Runs terminated by exact-repeat protection.', labelNames: ['tool'], registers })
-    this.loopDetections = new Counter({ name: 'toolgate_loop_detections_total', help: 'Loop detections by kind (exact, cycle, errors, no_progress) and action (advisory, terminated).', labelNames: ['kind', 'action'], registers })
-    this.projectionFailures = new Counter({ name: 'toolgate_projection_failures_total', help: 'Action receipt projections that failed and closed their batch.', labelNames: ['tool'], registers })
-    this.uncertainWrites = new Counter({ name: 'toolgate_uncertain_writes_total', help: 'Writes whose outcome is unknown.', labelNames: ['tool'], registers })
-    this.blockedCalls = new Counter({ name: 'toolgate_blocked_calls_total', help: 'Writes not dispatched because of an earlier uncertain write.', labelNames: ['tool'], registers })
-    this.runTerminations = new Counter({ name: 'toolgate_run_terminations_total', help: 'Runs terminated, by reason.', labelNames: ['reason'], registers })
-    this.inFlightCalls = new Gauge({ name: 'toolgate_in_flight_calls', help: 'Calls dispatched and not yet settled.', registers, collect: () => { this.inFlightCalls.set(this.#callsInFlight) } })
-    this.inFlightBatches = new Gauge({ name: 'toolgate_in_flight_batches', help: 'Batches running in this process.', registers, collect: () => { this.inFlightBatches.set(this.#batchesInFlight) } })
+    this.repeatAdvisories = perTool('toolgate_repeat_advisories_total', 'Exact-repeat advisories (the call still ran).')
+    this.loopDetections = new FastCounter({ name: 'toolgate_loop_detections_total', help: 'Loop detections by kind (exact, cycle, errors, no_progress) and action (advisory, terminated).', labelNames: ['kind', 'action'], registers })
+    this.projectionFailures = perTool('toolgate_projection_failures_total', 'Action receipt projections that failed and closed their batch.')
+    this.uncertainWrites = perTool('toolgate_uncertain_writes_total', 'Writes whose outcome is unknown.')
+    this.blockedCalls = perTool('toolgate_blocked_calls_total', 'Writes not dispatched because of an earlier uncertain write.')
+    this.runTerminations = new FastCounter({ name: 'toolgate_run_terminations_total', help: 'Runs terminated, by reason.', labelNames: ['reason'], registers })
+    this.executorFailures = new FastCounter({ name: 'toolgate_executor_failures_total', help: 'Exchanges with an executor that did not end in a success, by executor kind (http, mcp) and cause.', labelNames: ['executor', 'cause'], registers })
+    const inFlightCalls: Gauge = new Gauge({ name: 'toolgate_in_flight_calls', help: 'Calls dispatched and not yet settled.', registers, collect: () => { inFlightCalls.set(this.#callsInFlight) } })
+    const inFlightBatches: Gauge = new Gauge({ name: 'toolgate_in_flight_batches', help: 'Batches running in this process.', registers, collect: () => { inFlightBatches.set(this.#batchesInFlight) } })
     new Gauge({
       name: 'toolgate_active_runs',
       help: 'Runs in the active state held by the store.',
@@ -109,8 +110,14 @@ export class Metrics {
         this.set(await store.ready().then((up) => (up ? 1 : 0), () => 0))
       }
     })
-    // Every outcome is exported from the start, so rates work before the first of each.
-    for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0)
+    const build = buildInfo()
+    new Gauge({ name: 'toolgate_build_info', help: 'Always 1: the version of toolgate and of Node.js this process runs.', labelNames: ['version', 'node_version'], registers })
+      .set({ version: build.version, node_version: build.nodeVersion }, 1)
+
+    for (const outcome of BATCH_OUTCOMES) this.batches.zero([outcome])
+    for (const kind of LOOP_KINDS) for (const action of LOOP_ACTIONS) this.loopDetections.zero([kind, action])
+    for (const reason of TERMINATIONS) this.runTerminations.zero([reason])
+    for (const executor of EXECUTOR_KINDS) for (const cause of EXECUTOR_FAILURE_CAUSES) this.executorFailures.zero([executor, cause])
   }
 
   /** The metrics side of one batch. */
@@ -127,25 +134,26 @@ export class Metrics {
   /** A call settled; `ran` when it had been dispatched. */
   callSettled (tool: string, status: string, ran: boolean): void {
     if (ran) this.#callsInFlight--
-    let byStatus = this.#pendingCalls.get(tool)
-    if (byStatus === undefined) this.#pendingCalls.set(tool, (byStatus = new Map()))
-    const p = byStatus.get(status)
-    if (p === undefined) byStatus.set(status, { n: 1 })
-    else p.n++
-  }
-
-  /** An epoch started. */
-  epochStarted (): void {
-    this.#pendingEpochs++
+    this.calls.inc([tool, status])
   }
 
   /** A batch answered. */
   batchCompleted (outcome: BatchOutcome): void {
     this.#batchesInFlight--
-    const p = this.#pendingBatches.get(outcome)
-    if (p === undefined) this.#pendingBatches.set(outcome, { n: 1 })
-    else p.n++
+    this.batches.inc([outcome])
   }
+}
+
+/**
+ * Brings a per-tool counter in step with the tools known now: the series of
+ * each (`series` gives their label values) exist, at 0 for a new tool; the
+ * zero series of tools no longer known go. `(unknown)` always stays.
+ */
+function followTools<L extends string> (counter: FastCounter<L>, toolNames: ToolNames, series: (tool: string) => string[][]): void {
+  const known = new Set(toolNames())
+  known.add(UNKNOWN_TOOL_LABEL)
+  for (const tool of known) for (const values of series(tool)) counter.zero(values)
+  counter.dropZeros((labels) => !known.has((labels as Record<string, string>).tool!))
 }
 
 /** Label used for a call: the tool's name, or a fixed label when the name resolved to nothing. */
@@ -160,7 +168,7 @@ class BatchMetrics implements BatchObserver {
   }
 
   epochStarted (_epoch: number, size: number): void {
-    this.#m.epochStarted()
+    this.#m.epochs.inc()
     this.#m.epochWidth.observe(size)
   }
 
@@ -173,23 +181,23 @@ class BatchMetrics implements BatchObserver {
     const tool = labelOf(c)
     m.callSettled(tool, c.status, c.durationMs !== null)
     if (c.durationMs !== null) m.callDuration.observe(c.durationMs / 1000, tool)
-    if (c.uncertain) m.uncertainWrites.inc({ tool })
-    if (c.status === 'blocked') m.blockedCalls.inc({ tool })
+    if (c.uncertain) m.uncertainWrites.inc([tool])
+    if (c.status === 'blocked') m.blockedCalls.inc([tool])
+    if (c.failure !== undefined) m.executorFailures.inc([c.executor ?? 'http', c.failure.cause])
   }
 
   repeatDetected (c: CallInfo, action: 'advisory' | 'terminated', _count: number, kind: LoopKind = 'exact'): void {
-    this.#m.loopDetections.inc({ kind, action })
-    if (kind !== 'exact') return
-    const counter = action === 'advisory' ? this.#m.repeatAdvisories : this.#m.repeatTerminations
-    counter.inc({ tool: labelOf(c) })
+    this.#m.loopDetections.inc([kind, action])
+    // A termination is counted once, by its reason (toolgate_run_terminations_total).
+    if (kind === 'exact' && action === 'advisory') this.#m.repeatAdvisories.inc([labelOf(c)])
   }
 
   projectionFailed (c: CallInfo): void {
-    this.#m.projectionFailures.inc({ tool: labelOf(c) })
+    this.#m.projectionFailures.inc([labelOf(c)])
   }
 
   runTerminated (reason: string): void {
-    this.#m.runTerminations.inc({ reason })
+    this.#m.runTerminations.inc([reason])
   }
 
   batchCompleted (outcome: BatchOutcome, durationMs: number): void {

@@ -1,11 +1,16 @@
 import type { CallStatus } from '../batch/types.js'
 import type { LoopKind } from '../repeat/loops.js'
+import type { ExecutorFailure, ExecutorKind } from './executor-failure.js'
 
 /** What every observer of a batch is told; never arguments, never bodies. */
 export interface BatchInfo {
   runId: string
   batchId: string
   tenant: string
+  /** The id of the request that brought the batch, when one did: its lines carry it. */
+  reqId?: string | undefined
+  /** The name of the caller's key, when it has one (never the key). */
+  keyName?: string | undefined
   turn: number
   calls: number
   mode: string
@@ -32,6 +37,10 @@ export interface CallSettledInfo extends CallInfo {
   readOnly: boolean
   /** A short fixed code saying why a call did not succeed (`details.reason` or `details.cause`); never free text. */
   reason?: string | undefined
+  /** The kind of executor a call that ran went to. */
+  executor?: ExecutorKind | undefined
+  /** Why its exchange with the executor failed, when it ran and did (never its body). */
+  failure?: ExecutorFailure | undefined
 }
 
 /**
@@ -65,7 +74,7 @@ export interface Telemetry {
    * would pass a limit, or a run found past its timeoutMs when read. Counted
    * and logged as a batch's own `runTerminated` is.
    */
-  runTerminated? (runId: string, reason: string, batchId?: string): void
+  runTerminated? (runId: string, reason: string, batchId?: string, reqId?: string): void
 }
 
 /**

@@ -18,7 +18,9 @@ t.test("a batch's log lines are JSON lines bound to its runId and batchId", asyn
   t.match(done, { level: 30, runId: 'r1', batchId: 'b1', turn: 1, calls: 1, outcome: 'completed', method: 'POST', route: '/v1/runs/:runId/batches', status: 200 })
   t.type(done?.durationMs, 'number')
   t.type(done?.reqId, 'string')
-  t.equal(all.filter((l) => l.reqId === done?.reqId).length, 1, "the batch's line is its request's only line")
+  t.equal(all.filter((l) => l.reqId === done?.reqId && l.level >= 30).length, 1, "at info, the batch's line is its request's only line")
+  const debug = all.filter((l) => l.reqId === done?.reqId && l.level === 20).map((l) => l.msg)
+  t.strictSame(debug, ['batch started', 'call settled', 'epoch settled'], 'at debug, its start, each call and each epoch get a line')
   // Written as JSON text past the censor (logFields): none of its keys may be one the censor removes.
   t.same(Object.keys(done ?? {}).filter((k) => REDACTED_KEYS.has(k)), [], 'no key of the line is a censored one')
 

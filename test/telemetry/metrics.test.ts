@@ -1,37 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, get, holdCalls, post, startExecutor, tool } from '../helper.js'
-
-interface Sample { name: string, labels: Record<string, string>, value: number }
-
-/** Parses Prometheus text format into samples (enough for prom-client's output). */
-function parse (text: string): Sample[] {
-  const samples: Sample[] = []
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
-    if (m === null) throw new Error(`unparsable metrics line: ${line}`)
-    const labels: Record<string, string> = {}
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!
-    samples.push({ name: m[1]!, labels, value: Number(m[3]) })
-  }
-  return samples
-}
-
-/** `value` sums the series of `name` whose labels include `labels`. */
-async function scrape (app: FastifyInstance): Promise<{ text: string, value: (name: string, labels?: Record<string, string>) => number }> {
-  const res = await get(app, '/metrics')
-  if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`)
-  const text = String(res.body)
-  const samples = parse(text)
-  return {
-    text,
-    value: (name, labels = {}) => {
-      const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-      return found.reduce((sum, s) => sum + s.value, 0)
-    }
-  }
-}
+import { parse, scrape } from './scrape.js'
 
 async function batch (app: FastifyInstance, runId: string, calls: unknown[], run: Record<string, unknown> = {}): Promise<unknown> {
   const created = await post(app, '/v1/runs', { runId, ...run })
@@ -99,7 +69,8 @@ t.test('GET /metrics counts batches, calls, epochs, repeats, projection failures
   await batch(app, 'r3', [{ id: 'a', ...same }, { id: 'b', ...same }, { id: 'c', ...same }], { limits: { exactToolRepeatAdvisoryThreshold: 2, exactToolRepeatTerminationThreshold: 3 } })
   m = await scrape(app)
   t.equal(m.value('toolgate_repeat_advisories_total', { tool: 'look' }), 1)
-  t.equal(m.value('toolgate_repeat_terminations_total', { tool: 'look' }), 1)
+  t.equal(m.value('toolgate_loop_detections_total', { kind: 'exact', action: 'terminated' }), 1)
+  t.notMatch(m.text, /toolgate_repeat_terminations_total/, 'a termination is counted once, by its reason')
   t.equal(m.value('toolgate_run_terminations_total', { reason: 'exact_repeat' }), 1)
   t.equal(m.value('toolgate_batches_total', { outcome: 'terminated' }), 1)
   t.equal(m.value('toolgate_tool_calls_total', { tool: 'look', status: 'terminated' }), 1)
@@ -130,7 +101,7 @@ t.test('the metrics carry process and Node.js defaults, and never a run id, call
   }
   t.notMatch(text, /zz9/)
   const labelNames = new Set(parse(text).filter((s) => s.name.startsWith('toolgate_')).flatMap((s) => Object.keys(s.labels)))
-  t.ok([...labelNames].every((l) => ['le', 'outcome', 'reason', 'status', 'tool', 'how'].includes(l)), `labels are a small fixed set: ${[...labelNames].join(', ')}`)
+  t.ok([...labelNames].every((l) => ['le', 'outcome', 'reason', 'status', 'tool', 'how', 'kind', 'action', 'executor', 'cause', 'operation', 'decision', 'route', 'method', 'server', 'version', 'node_version'].includes(l)), `labels are a small fixed set: ${[...labelNames].join(', ')}`)
   for (const m of text.matchAll(/^# TYPE (toolgate_\S+) (\S+)$/gm)) {
     const [, name, type] = m
     if (type === 'counter') t.match(name, /_total$/, `${name} is a counter ending in _total`)
