@@ -128,12 +128,14 @@ function censorLine (obj: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** JSON lines on stdout (or `destination`), ISO times, `service: toolgate` on every line, sensitive keys censored. */
-export function createLogger (level: string, destination?: pino.DestinationStream): Logger {
+export function createLogger (level: string, destination?: pino.DestinationStream, mixin?: () => Record<string, unknown>): Logger {
   return pino({
     level,
     base: { service: 'toolgate' },
     timestamp: isoTimestamp,
-    formatters: { log: censorLine }
+    formatters: { log: censorLine },
+    // Fields added to every line, e.g. the active span's trace_id and span_id (src/telemetry/tracing.ts).
+    ...(mixin === undefined ? {} : { mixin })
   }, destination ?? (stdoutLines ??= new StdoutLines()))
 }
 

@@ -11,6 +11,7 @@ import { createStore } from './store/create.js'
 import type { Store } from './store/types.js'
 import { type Telemetry } from './telemetry/types.js'
 import { createTelemetry, type TelemetryHandle } from './telemetry/index.js'
+import { TracedExecutor } from './telemetry/client-spans.js'
 import { ToolRegistry } from './tools/registry.js'
 import { createAuthorizer } from './auth/authorizer.js'
 import { McpServers } from './mcp/servers.js'
@@ -82,7 +83,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const engine = new BatchEngine({
     store,
     tools,
-    http: new HttpExecutor(client),
+    http: new TracedExecutor(new HttpExecutor(client)),
     telemetry,
     ...(authorizer === undefined ? {} : { authorizer }),
     replicaId,
