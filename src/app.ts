@@ -110,7 +110,8 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
     })
   }
   registerAuth(app, services.keys, config.metricsAuth)
-  if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs })
+  // With the Redis store, every replica counts in the same Redis (src/auth/rate-limit.ts).
+  if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, store: config.store, logger })
   await registerOpenApi(app, { metricsAuth: config.metricsAuth })
   registerAccessLog(app)
 
