@@ -34,6 +34,7 @@ import { uncertainRoutes } from '../routes/uncertain.js'
 import { approvalRoutes } from '../routes/approvals.js'
 import { readiness, registerReadinessGauge, shedRequestsCounter } from './telemetry/health-metrics.js'
 import { registerOpenApi } from './http/openapi.js'
+import { registerServerSpans } from './telemetry/http-span.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -96,6 +97,8 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   useSharedCompilers(app, shared)
 
   registerRequestId(app)
+  // Before shedding, auth and the rate limit: a refused request is traced too.
+  registerServerSpans(app)
   registerJsonBody(app)
   registerProblems(app)
   // Shedding comes first: an overloaded process should not even check keys.
@@ -107,7 +110,8 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
     })
   }
   registerAuth(app, services.keys, config.metricsAuth)
-  if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs })
+  // With the Redis store, every replica counts in the same Redis (src/auth/rate-limit.ts).
+  if (config.rateLimitMax > 0) await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, store: config.store, logger })
   await registerOpenApi(app, { metricsAuth: config.metricsAuth })
   registerAccessLog(app)
 

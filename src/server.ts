@@ -10,7 +10,8 @@ import { KeyRing, KeysFileError } from './auth/keys.js'
 import { openModeRefusal } from './auth/open-mode.js'
 import { ConfigError, type Config, loadConfig } from './config.js'
 import { createLogger } from './logger.js'
-import { startOtel } from './telemetry/otel.js'
+import { otelEnabled, startOtel } from './telemetry/otel.js'
+import { traceLogFields } from './telemetry/tracing.js'
 import { readToolsDocument, readToolsFile } from './tools/load.js'
 import { InvalidMcpServerError } from './mcp/servers.js'
 import { InvalidToolError } from './tools/registry.js'
@@ -30,7 +31,8 @@ async function main (): Promise<void> {
     }
     throw err
   }
-  const logger = createLogger(config.logLevel)
+  // With spans exported, every line written while a request's span is active names it (trace_id, span_id).
+  const logger = createLogger(config.logLevel, undefined, tracingConfigured() ? { mixin: traceLogFields } : {})
 
   let keys: KeyRing
   let toolDefs: unknown[]
@@ -105,6 +107,15 @@ async function main (): Promise<void> {
 
   const address = await app.listen({ port: config.port, host: config.host })
   app.log.info({ address, tools: app.services.tools.size }, 'toolgate ready')
+}
+
+/** Whether spans will be exported; a bad OTEL_* setting is reported by startOtel, once the logger exists. */
+function tracingConfigured (): boolean {
+  try {
+    return otelEnabled(process.env)
+  } catch {
+    return false
+  }
 }
 
 /** How often draining looks at the batches in flight. */

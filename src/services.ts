@@ -13,6 +13,7 @@ import { type Telemetry } from './telemetry/types.js'
 import { createTelemetry, type TelemetryHandle } from './telemetry/index.js'
 import { meteredAuthorizer } from './telemetry/authorizer-metrics.js'
 import { meteredStore } from './telemetry/store-metrics.js'
+import { TracedExecutor } from './telemetry/client-spans.js'
 import { ToolRegistry } from './tools/registry.js'
 import { createAuthorizer } from './auth/authorizer.js'
 import { McpServers } from './mcp/servers.js'
@@ -87,7 +88,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const engine = new BatchEngine({
     store,
     tools,
-    http: new HttpExecutor(client),
+    http: new TracedExecutor(new HttpExecutor(client)),
     telemetry,
     ...(authorizer === undefined ? {} : { authorizer }),
     replicaId,

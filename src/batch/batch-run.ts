@@ -271,7 +271,8 @@ export class BatchRun implements RunnerHooks {
   }
 
   #info (c: SchedulableCall, epoch: number): CallInfo {
-    return { callId: c.id, tool: this.#prepared[c.index]!.tool.name, known: true, epoch }
+    const tool = this.#prepared[c.index]!.tool
+    return { callId: c.id, tool: tool.name, known: true, epoch, description: tool.description }
   }
 
   /** @internal Runner hook. */

@@ -108,11 +108,12 @@ export class McpConnection {
   }
 
   /** One tools/call; never rejects. No connection or session is set up here: the call uses the one there is. */
-  call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number): Promise<ExecutorAnswer> {
+  call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>): Promise<ExecutorAnswer> {
     const client = this.#client
     if (client === null) return Promise.resolve(UNAVAILABLE)
+    // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
     return client.request(
-      { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { 'toolgate/operationId': operationId } } },
+      { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { ...trace, 'toolgate/operationId': operationId } } },
       CallToolResultSchema,
       // On timeout the SDK sends notifications/cancelled for the request.
       { timeout: timeoutMs }

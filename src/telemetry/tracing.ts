@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import {
   type Attributes, type Context, ProxyTracerProvider, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode,
-  type Tracer, defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, trace
+  type Tracer, context, defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, trace
 } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import type { LoopKind } from '../repeat/loops.js'
@@ -14,6 +14,13 @@ export const TRACER_NAME = 'toolgate'
 export const REPEAT_EVENT = 'kernel.toolrepeatdetected'
 
 /**
+ * Name of the span event a call that never ran (rejected, blocked, cancelled
+ * or terminated before dispatch, held for approval) adds to the batch's span:
+ * an ERROR `execute_tool` span for it would count as a tool failing.
+ */
+export const NOT_RUN_EVENT = 'toolgate.call.not_run'
+
+/**
  * Attribute names: OpenTelemetry's GenAI conventions for tool execution
  * (`execute_tool` spans), `error.type`, and toolgate's own. Never arguments,
  * conflict keys or fingerprints: they are derived from arguments.
@@ -23,6 +30,7 @@ export const ATTR = {
   toolName: 'gen_ai.tool.name',
   toolCallId: 'gen_ai.tool.call.id',
   toolType: 'gen_ai.tool.type',
+  toolDescription: 'gen_ai.tool.description',
   conversationId: 'gen_ai.conversation.id',
   errorType: 'error.type',
   runId: 'toolgate.run_id',
@@ -48,6 +56,8 @@ const propagator = new W3CTraceContextPropagator()
 
 /** Longest tool name put on a span: an unknown name is the model's text. */
 const MAX_NAME = 128
+/** Longest tool description put on a span (an operator's or an MCP server's text). */
+const MAX_DESCRIPTION = 1024
 
 /**
  * The tracer of a registered tracer provider, or null when none is: then no
@@ -68,7 +78,9 @@ export function activeTracer (): Tracer | null {
 export function tracingObserver (info: BatchInfo, tracer: Tracer | null = activeTracer()): BatchObserver {
   const parent = incomingContext(info)
   if (tracer === null) return propagationOnly(parent)
-  return new BatchTrace(tracer, info, parent)
+  // Inside a traced request the batch is a child of the request's SERVER span, which continued the caller's context.
+  const active = context.active()
+  return new BatchTrace(tracer, info, trace.getSpan(active) === undefined ? parent : active)
 }
 
 /** The trace context of the batch's request, or the root context. */
@@ -76,13 +88,34 @@ function incomingContext (info: BatchInfo): Context {
   if (info.traceparent === undefined) return ROOT_CONTEXT
   const carrier: Record<string, string> = { traceparent: info.traceparent }
   if (info.tracestate !== undefined) carrier.tracestate = info.tracestate
-  return propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter)
+  return extractContext(carrier)
 }
 
-function inject (ctx: Context): Record<string, string> {
+/** The W3C trace context in `traceparent` / `tracestate` headers, on the root context. */
+export function extractContext (headers: Readonly<Record<string, string | string[] | undefined>>): Context {
+  return propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter)
+}
+
+/** The `traceparent` (and `tracestate`) headers of a context's span. */
+export function injectContext (ctx: Context): Record<string, string> {
   const headers: Record<string, string> = {}
   propagator.inject(ctx, headers, defaultTextMapSetter)
   return headers
+}
+
+const inject = injectContext
+
+/**
+ * A pino mixin: `trace_id` and `span_id` of the active span, on every line
+ * written while one is (a request's handler runs with its SERVER span active,
+ * src/telemetry/http-span.ts). The server passes it to its logger only when
+ * spans are exported.
+ */
+export function traceLogFields (): Record<string, string> {
+  const span = trace.getSpan(context.active())
+  if (span === undefined) return {}
+  const { traceId, spanId } = span.spanContext()
+  return { trace_id: traceId, span_id: spanId }
 }
 
 /**
@@ -176,8 +209,12 @@ class BatchTrace implements BatchObserver {
   }
 
   callSettled (call: CallSettledInfo): void {
-    // A call that never ran (rejected, blocked, cancelled, terminated) gets an instant span.
-    const { span } = this.#calls.get(call.callId) ?? this.#startCall(call)
+    const scope = this.#calls.get(call.callId)
+    if (scope === undefined) {
+      this.#notRun(call)
+      return
+    }
+    const { span } = scope
     this.#calls.delete(call.callId)
     span.setAttribute(ATTR.callStatus, call.status)
     if (call.uncertain) span.setAttribute(ATTR.callUncertain, true)
@@ -222,6 +259,13 @@ class BatchTrace implements BatchObserver {
     span.end()
   }
 
+  /** A call that settled without being dispatched: an event on the batch's span, not a failed tool span. */
+  #notRun (call: CallSettledInfo): void {
+    const attributes: Attributes = { [ATTR.toolName]: toolName(call), [ATTR.toolCallId]: call.callId, [ATTR.callStatus]: call.status }
+    if (call.reason !== undefined) attributes[ATTR.errorType] = call.reason
+    this.#batch.span.addEvent(NOT_RUN_EVENT, attributes)
+  }
+
   /** An `execute_tool` span (GenAI conventions: kind INTERNAL), child of its epoch when that runs. */
   #startCall (call: CallInfo): Scope {
     const parent = (call.epoch === null ? undefined : this.#epochs.get(call.epoch)) ?? this.#batch
@@ -236,6 +280,7 @@ class BatchTrace implements BatchObserver {
       [ATTR.batchId]: this.#info.batchId
     }
     if (call.epoch !== null) attributes[ATTR.epoch] = call.epoch
+    if (call.description !== undefined && call.description !== '') attributes[ATTR.toolDescription] = call.description.slice(0, MAX_DESCRIPTION)
     // A name that resolved to no tool stays out of the span name, which must keep a small set of values.
     const span = this.#tracer.startSpan(call.known ? `execute_tool ${name}` : 'execute_tool', { kind: SpanKind.INTERNAL, attributes }, parent.ctx)
     return { span, ctx: trace.setSpan(parent.ctx, span) }

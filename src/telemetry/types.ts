@@ -27,6 +27,8 @@ export interface CallInfo {
   /** False when the name resolved to no tool: metrics then use a fixed label. */
   known: boolean
   epoch: number | null
+  /** The tool's description, when the call resolved to a tool and started (for `gen_ai.tool.description`). */
+  description?: string | undefined
 }
 
 export interface CallSettledInfo extends CallInfo {

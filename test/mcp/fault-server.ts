@@ -20,7 +20,7 @@ export interface FaultServer {
   url: string
   port: number
   /** Operation ids (from `_meta`) of every tools/call received, by tool. */
-  calls: Array<{ tool: string, operationId: unknown, arguments: unknown }>
+  calls: Array<{ tool: string, operationId: unknown, arguments: unknown, meta: Record<string, unknown> | undefined }>
   /** Request ids of `hang` calls the client cancelled. */
   cancelled: unknown[]
   /** Headers of every request received. */
@@ -78,7 +78,7 @@ export async function startFaultServer (port = 0): Promise<FaultServer> {
       const msg = body as { method?: string, id?: unknown, params?: { name?: string, arguments?: unknown, _meta?: Record<string, unknown> } }
       if (msg.method === 'tools/call') {
         const tool = msg.params?.name ?? ''
-        calls.push({ tool, operationId: msg.params?._meta?.['toolgate/operationId'], arguments: msg.params?.arguments })
+        calls.push({ tool, operationId: msg.params?._meta?.['toolgate/operationId'], arguments: msg.params?.arguments, meta: msg.params?._meta })
         if (tool === 'drop') { req.socket.destroy(); return }
         if (tool === 'fail500') { res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error'); return }
         if (tool === 'rpcerror') {

@@ -33,6 +33,20 @@ t.test('the Dockerfile is multi-stage, installs production dependencies only and
   t.same(instruction(dockerfile, 'STOPSIGNAL'), ['SIGTERM'])
 })
 
+t.test('the runtime stage ships what the server runs and no bench, scripts or tests; the image runs the Node LTS .ci/run tests', async (t) => {
+  const dockerfile = await readFile(root + 'Dockerfile', 'utf8')
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
+  const fromBuild = instruction(runtime, 'COPY').filter((c) => c.startsWith('--from=build')).map((c) => c.split(/\s+/)[1])
+  t.same(fromBuild, ['/app/dist/src', '/app/dist/routes', '/app/dist/schemas', '/app/dist/examples/executor.js'])
+  t.notMatch(runtime, /dist\/(bench|scripts|test)\b|COPY --from=build \/app\/dist \./, 'no dist/bench, dist/scripts or dist/test')
+  const image = /ARG NODE_IMAGE=node:(\d+)-/.exec(dockerfile)?.[1]
+  t.equal(image, '24', 'the image runs Node 24')
+  const ci = await readFile(root + '.ci/run', 'utf8')
+  t.match(ci, new RegExp(`node@${image}\\b`), '.ci/run tests on the same major version')
+  const healthcheck = execForm(instruction(dockerfile, 'HEALTHCHECK')[0]!)
+  t.not(healthcheck[0], 'node', 'the probe does not start a Node process')
+})
+
 t.test('the image, npm start and the bench run toolgate with the same node flags', async (t) => {
   const dockerfile = await readFile(root + 'Dockerfile', 'utf8')
   const pkg = JSON.parse(await readFile(root + 'package.json', 'utf8')) as { scripts: { start: string } }
@@ -54,6 +68,8 @@ t.test("the image's CMD starts the service, its HEALTHCHECK passes, and SIGTERM 
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
 
+  const before = spawnSync(healthcheck[0]!, healthcheck.slice(1), { env, timeout: 3000 })
+  t.not(before.status, 0, 'HEALTHCHECK fails while nothing listens')
   let healthy = false
   for (let i = 0; i < 100 && !healthy; i++) {
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -64,6 +80,10 @@ t.test("the image's CMD starts the service, its HEALTHCHECK passes, and SIGTERM 
 
   const tools = await fetch(`http://127.0.0.1:${port}/v1/tools`).then((r) => r.json()) as { tools: Array<{ name: string }> }
   t.ok(tools.tools.length > 0, 'the bundled example tools are served')
+
+  // Draining keeps /healthz at 200 (the process is alive); the probe reads the status line, not just a connection.
+  const notFound = spawnSync('bash', ['-c', healthcheck[2]!.replace('/healthz', '/no-such-route')], { env, timeout: 3000 })
+  t.not(notFound.status, 0, 'a status other than 200 fails the probe')
 
   child.kill('SIGTERM')
   t.equal(await exited, 0, 'SIGTERM drains and exits 0')

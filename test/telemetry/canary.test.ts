@@ -6,14 +6,13 @@
  */
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { trace } from '@opentelemetry/api'
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { SpanKind } from '@opentelemetry/api'
+import { NOT_RUN_EVENT } from '../../src/telemetry/tracing.js'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
+import { recordSpans } from './spans.js'
 
-const exporter = new InMemorySpanExporter()
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-trace.setGlobalTracerProvider(provider)
-t.teardown(() => provider.shutdown())
+// Request (SERVER), batch, call and executor request (CLIENT) spans, as a traced deployment makes them.
+const { exporter } = recordSpans(t)
 
 const SECRET = `canary${randomUUID().replaceAll('-', '')}`
 
@@ -111,7 +110,9 @@ t.test('a secret in arguments and executor answers never reaches logs, metrics, 
   const metrics = String((await get(app, '/metrics')).body)
   const spans = exporter.getFinishedSpans()
   t.ok(spans.some((s) => s.events.some((e) => e.name === 'kernel.toolrepeatdetected')), 'the repeat event was traced')
-  t.equal(spans.filter((s) => s.name.startsWith('execute_tool')).length, 11, 'every call was traced')
+  const notRun = spans.flatMap((s) => s.events.filter((e) => e.name === NOT_RUN_EVENT))
+  t.equal(spans.filter((s) => s.name.startsWith('execute_tool')).length + notRun.length, 11, 'every call was traced: a span if it ran, an event if not')
+  t.ok(spans.some((s) => s.kind === SpanKind.SERVER) && spans.some((s) => s.kind === SpanKind.CLIENT), 'request and executor spans are checked too')
   t.ok(logs.length > 10, 'logs were captured at trace level')
 
   t.notOk(logs.some((l) => l.includes(SECRET)), 'no log line holds the secret')
