@@ -11,6 +11,7 @@ import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, sleep, startExecutor, tool, type ExecutorCall } from '../helper.js'
+import { random } from './seeded.js'
 
 // Bounded work, not a deadline: room for a loaded 2-core machine beyond tap's 120 s default.
 t.setTimeout(300_000)
@@ -24,17 +25,6 @@ const TOOL_TIMEOUT_MS = 300
 /** Generous: the service holds at most MAX_RUNS runs and 500 receipts, a few MiB; unbounded it would hold every batch. */
 const HEAP_GROWTH_BOUND = 24 * 2 ** 20
 const STATUSES = new Set(['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed'])
-
-/** A small seeded generator (mulberry32), so a failing soak can be replayed. */
-function random (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 type Fault = 'fine' | 'slow' | 'timeout' | 'reset' | 'http5xx' | 'http4xx'
 const FAULTS: Array<[Fault, number]> = [['fine', 0.6], ['slow', 0.12], ['timeout', 0.04], ['reset', 0.1], ['http5xx', 0.09], ['http4xx', 0.05]]
