@@ -7,7 +7,11 @@
  * Each application is recorded by the write's effect identity (tool and
  * canonical arguments): no non-idempotent write may be applied twice, and an
  * idempotent tool's retry must carry the original Idempotency-Key. Run with
- * and without a status endpoint. TOOLGATE_TEST_SEED replays a failing seed.
+ * and without a status endpoint. TOOLGATE_TEST_SEED replays a failing seed:
+ * every decision is keyed by what it is about (a run's call, an operation's
+ * n-th status question), so the run without a status endpoint replays
+ * exactly; with one, when recovery answers is real time, so a replay may
+ * differ in its counts but not in what it exercises.
  */
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
@@ -15,8 +19,8 @@ import { buildTestApp, sleep, startExecutor, tool, type ExecutorCall } from '../
 import { metric, startStatusServer } from '../retry/support.js'
 import { keyed, random } from './seeded.js'
 
-const RUNS = 6
-const TURNS = 24
+const RUNS = 8
+const TURNS = 30
 /** Short, so an injected timeout costs little; the executor answers such a call later than this. */
 const TOOL_TIMEOUT_MS = 120
 const NO_LOOP_LIMITS = { exactToolRepeatTerminationThreshold: 0, cycleTerminationRepetitions: 0, consecutiveErrorTermination: 0, noProgressTermination: 0 }
