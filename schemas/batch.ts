@@ -48,7 +48,6 @@ const Details = Type.Object({
   message: Type.Optional(Type.String()),
   blockedBy: Type.Optional(Type.String()),
   blockedByOperation: Type.Optional(Type.String()),
-  repeatOf: Type.Optional(Type.String({ description: 'A write not sent because the same write, sent earlier while its outcome was unknown, was found committed since: that call id (details.reason already_committed).' })),
   tool: Type.Optional(Type.String()),
   httpStatus: Type.Optional(Type.Integer()),
   cause: Type.Optional(Type.String()),

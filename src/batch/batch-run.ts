@@ -29,7 +29,6 @@ import type { BatchAnswer, BatchRequest, EngineDeps, IdentifiedCalls } from './e
 import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
 import type { BatchResponse, CallResult, PolicyMessage } from './types.js'
 import { batchChange, blockedByUncertainty, blockers, recordChange, weighCalls } from '../uncertain/batch.js'
-import { answerCommitted } from '../uncertain/answer-committed.js'
 import { retryAction } from '../uncertain/retry-action.js'
 import type { HeldBack } from '../uncertain/types.js'
 
@@ -167,7 +166,7 @@ export class BatchRun implements RunnerHooks {
     const a = admit(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: this.#fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
     this.#loopStart = admitLoops(r, from, a, outcomes, this.#fingerprints)
     r.admitted = from
-    this.#held = weighCalls(r, outcomes, this.#fingerprints)
+    this.#held = weighCalls(r.uncertain, outcomes, this.#fingerprints)
     r.repeat = a.repeat
     r.counters.toolCalls = from.toolCalls + a.admitted
     if (a.termination !== null) {
@@ -281,8 +280,7 @@ export class BatchRun implements RunnerHooks {
     const call = this.#prepared[c.index]!
     const callInfo = this.#started[c.index] ?? this.#info(c, epoch)
     const held = this.#held[c.index]
-    const opId = this.#operations[c.index] = held?.kind === 'retry' ? held.of.operationId : held?.kind === 'answered' ? held.of.uncertainty.operationId : operationId(this.#identity, call.id, this.#fingerprints[call.index]!)
-    if (held?.kind === 'answered') return answerCommitted({ ...this.#context, store: this.#deps.store, tenant: this.#req.tenant }, call, held.of)
+    const opId = this.#operations[c.index] = held?.kind === 'retry' ? held.of.operationId : operationId(this.#identity, call.id, this.#fingerprints[call.index]!)
     const args = this.#argumentTexts[call.index]!
     const headers = this.#observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined

@@ -25,8 +25,6 @@ export interface CallDetails {
   blockedBy?: string
   /** The operation id of the unresolved uncertain write a call was blocked by (SPEC section 14). */
   blockedByOperation?: string
-  /** The earlier call whose outcome (found committed since it was uncertain) answers this one, which was not sent (SPEC section 14). */
-  repeatOf?: string
   /** The canonical tool name when the model used an alias. */
   tool?: string
   httpStatus?: number

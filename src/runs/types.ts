@@ -1,7 +1,7 @@
 import type { WaitingBatch } from '../approvals/types.js'
 import type { LoopKind, LoopLimits, LoopState } from '../repeat/loops.js'
 import type { ToolExecutionMode } from '../schedule/types.js'
-import type { Committed, Uncertainty } from '../uncertain/types.js'
+import type { Uncertainty } from '../uncertain/types.js'
 
 export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
 
@@ -109,8 +109,6 @@ export interface RunRecord {
   stats: RunStats | null
   /** Unresolved uncertain writes (SPEC section 14); absent until the run has one. */
   uncertain?: Uncertainty[]
-  /** Uncertain writes resolved `committed` that the model was not told of yet (SPEC section 14); absent when none. */
-  committed?: Committed[]
   createdAt: number
   lastActiveAt: number
 }

@@ -1,4 +1,4 @@
-import type { Committed, HeldBack, Uncertainty } from './types.js'
+import type { HeldBack, Uncertainty } from './types.js'
 
 /** What admission needs of a call to weigh it against the run's uncertainties. */
 export interface WeighedCall {
@@ -16,34 +16,20 @@ export interface WeighedCall {
  * same fingerprint): a write is blocked, unless its tool is idempotent, in
  * which case the first such call of the batch is the retry (sent under the
  * original operation id) and any later one in the batch is blocked behind
- * it. The first write repeating one found committed since, which the model
- * was not told of, is answered with that outcome. Pure; indexed like
- * `calls`, undefined where a call goes on as usual.
+ * it. Pure; indexed like `calls`, undefined where a call goes on as usual.
  */
-export function holdBack (uncertain: readonly Uncertainty[] | undefined, calls: readonly WeighedCall[], committed: readonly Committed[] = []): Array<HeldBack | undefined> {
+export function holdBack (uncertain: readonly Uncertainty[] | undefined, calls: readonly WeighedCall[]): Array<HeldBack | undefined> {
   const out: Array<HeldBack | undefined> = []
-  if ((uncertain === undefined || uncertain.length === 0) && committed.length === 0) return out
+  if (uncertain === undefined || uncertain.length === 0) return out
   const byFingerprint = new Map<string, Uncertainty>()
   // The latest wins: it is the one a model retrying now most likely repeats.
-  for (const u of uncertain ?? []) byFingerprint.set(u.fingerprint, u)
-  const told = new Map<string, Committed>()
-  for (const c of committed) told.set(c.uncertainty.fingerprint, c)
+  for (const u of uncertain) byFingerprint.set(u.fingerprint, u)
   const retried = new Set<string>()
   for (let i = 0; i < calls.length; i++) {
     const c = calls[i]!
-    if (!c.write) continue
-    const u = byFingerprint.get(c.fingerprint)
-    if (u === undefined) {
-      const done = told.get(c.fingerprint)
-      // An action sent again under its own call id replays its (settled) receipt anyway.
-      if (done === undefined || (c.action && c.callId === done.uncertainty.callId)) continue
-      // Told once: a second copy in the batch, like any later one, is a plain new call.
-      told.delete(c.fingerprint)
-      out[i] = { kind: 'answered', of: done }
-      continue
-    }
+    const u = c.write ? byFingerprint.get(c.fingerprint) : undefined
     // The very same call sent again (same call id): an action replays its receipt, which says it is uncertain.
-    if (c.action && c.callId === u.callId) continue
+    if (u === undefined || (c.action && c.callId === u.callId)) continue
     if (c.idempotent && !retried.has(u.operationId)) {
       retried.add(u.operationId)
       out[i] = { kind: 'retry', of: u }
@@ -59,8 +45,6 @@ export interface UncertainChange {
   added: Uncertainty[]
   /** Resolved by an idempotent retry's definitive answer. */
   retried: Uncertainty[]
-  /** Committed resolutions the model has now been told of (operation ids). */
-  told: string[]
 }
 
 /** One dispatched call of a finished batch, as the change is worked out from it. */
@@ -82,13 +66,8 @@ export interface SettledWrite {
 export function changeOf (batchId: string, writes: readonly SettledWrite[], now: number): UncertainChange {
   const added: Uncertainty[] = []
   const retried: Uncertainty[] = []
-  const told: string[] = []
   const seen = new Set<string>()
   for (const w of writes) {
-    if (w.held?.kind === 'answered') {
-      told.push(w.held.of.uncertainty.operationId)
-      continue
-    }
     if (w.held?.kind === 'retry') {
       // Uncertain again, or never sent: the original entry stays as it is.
       if (!w.uncertain && !w.unsent) retried.push(w.held.of)
@@ -98,18 +77,11 @@ export function changeOf (batchId: string, writes: readonly SettledWrite[], now:
     seen.add(w.operationId)
     added.push({ operationId: w.operationId, fingerprint: w.fingerprint, conflictKey: w.conflictKey, callId: w.callId, batchId, tool: w.tool, action: w.action, since: now })
   }
-  return { added, retried, told }
+  return { added, retried }
 }
 
 /** Most unresolved uncertainties a run keeps; past it the oldest go (and stop blocking), so a record cannot grow without bound. */
 export const MAX_UNCERTAIN_PER_RUN = 256
-
-/** A run's committed resolutions with one more (the newest last), at most MAX_UNCERTAIN_PER_RUN. */
-export function withCommitted (list: readonly Committed[] | undefined, c: Committed): Committed[] {
-  const next = (list ?? []).filter((x) => x.uncertainty.operationId !== c.uncertainty.operationId)
-  next.push(c)
-  return next.length > MAX_UNCERTAIN_PER_RUN ? next.slice(next.length - MAX_UNCERTAIN_PER_RUN) : next
-}
 
 /** A run's list after a change: `resolved` holds the retried entries it still held (another resolution may have come first). */
 export interface AppliedChange { list: Uncertainty[], dropped: Uncertainty[], resolved: Uncertainty[] }

@@ -8,18 +8,18 @@ import type { CallResult } from '../batch/types.js'
 import { errorContent } from '../batch/content.js'
 import type { PreparationOutcome, PreparedCall } from '../prepare/types.js'
 import { type AppliedChange, type UncertainChange, applyChange, changeOf, holdBack, type SettledWrite } from './admission.js'
-import type { Committed, HeldBack, Uncertainty } from './types.js'
+import type { HeldBack, Uncertainty } from './types.js'
 
 /** At admission, inside the run's atomic update: which calls are retries of an unresolved uncertain write. */
-export function weighCalls (run: { uncertain?: Uncertainty[], committed?: Committed[] }, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): Array<HeldBack | undefined> {
-  if ((run.uncertain === undefined || run.uncertain.length === 0) && (run.committed === undefined || run.committed.length === 0)) return []
-  return holdBack(run.uncertain, outcomes.map((o, i) => ({
+export function weighCalls (uncertain: readonly Uncertainty[] | undefined, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): Array<HeldBack | undefined> {
+  if (uncertain === undefined || uncertain.length === 0) return []
+  return holdBack(uncertain, outcomes.map((o, i) => ({
     fingerprint: fingerprints[i]!,
     write: o.ok && !o.tool.readOnly,
     idempotent: o.tool?.idempotent ?? false,
     callId: o.id,
     action: o.tool?.action != null
-  })), run.committed)
+  })))
 }
 
 export function blockedMessage (blockedBy: string): string {
@@ -70,13 +70,7 @@ export function batchChange (batchId: string, results: readonly CallResult[], pr
 }
 
 /** Inside the batch's final update of the run: records the change (nothing when there is none); answers the list as it stands, what fell off it and what it resolved. */
-export function recordChange (run: { uncertain?: Uncertainty[], committed?: Committed[] }, change: UncertainChange): AppliedChange {
-  if (change.told.length > 0 && run.committed !== undefined) {
-    const told = new Set(change.told)
-    const left = run.committed.filter((c) => !told.has(c.uncertainty.operationId))
-    if (left.length > 0) run.committed = left
-    else delete run.committed
-  }
+export function recordChange (run: { uncertain?: Uncertainty[] }, change: UncertainChange): AppliedChange {
   if (change.added.length + change.retried.length === 0) return { list: run.uncertain ?? [], dropped: [], resolved: [] }
   const kept = applyChange(run.uncertain, change)
   if (kept.list.length > 0) run.uncertain = kept.list

@@ -2,7 +2,6 @@ import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { Store } from '../store/types.js'
 import type { UncertainMetrics } from './metrics.js'
-import { withCommitted } from './admission.js'
 import { settleUncertainReceipt } from './settle-receipt.js'
 import type { Outcome, ResolvedHow, Uncertainty } from './types.js'
 
@@ -14,9 +13,7 @@ export interface Resolved {
 
 /**
  * Resolves one unresolved uncertainty: settles an action's receipt first,
- * then takes the entry off the run (a `committed` one is kept aside until
- * the model's next identical call has been answered with it; after that,
- * and after `rejected` or `failed` at once, an identical call is a plain new
+ * then takes the entry off the run (so a later identical call is a plain new
  * call), then forgets its index entry; counted and logged (ids only).
  * Nothing is dispatched.
  */
@@ -46,17 +43,14 @@ export class UncertainResolver {
     let receipt: Receipt | undefined
     if (open.action) {
       // The receipt before the run: once the run lets an identical call through, the journal already says what happened.
-      const settledAt = new Date(this.#now()).toISOString()
-      receipt = await this.#store.reviseReceipt(operationId, (r) => settleUncertainReceipt(r, outcome, how, settledAt))
+      const at = new Date(this.#now()).toISOString()
+      receipt = await this.#store.reviseReceipt(operationId, (r) => settleUncertainReceipt(r, outcome, how, at))
     }
-    const at = this.#now()
     const taken = await this.#store.updateRun(runId, (r) => {
       const i = r.uncertain?.findIndex((u) => u.operationId === operationId) ?? -1
       if (i < 0) return undefined
-      const u = r.uncertain!.splice(i, 1)[0]!
+      const u = r.uncertain!.splice(i, 1)[0]
       if (r.uncertain!.length === 0) delete r.uncertain
-      // The model saw only `uncertain`: its next identical call is a retry, answered with this outcome rather than sent again.
-      if (outcome.status === 'committed') r.committed = withCommitted(r.committed, { uncertainty: u, how, at, ...(keptResult(outcome.result) ?? {}) })
       return u
     })
     if (!taken.found || taken.value === undefined) return undefined
@@ -70,11 +64,4 @@ export class UncertainResolver {
     this.#metrics.resolved(how)
     this.#logger.info({ runId, batchId: u.batchId, callId: u.callId, operationId: u.operationId, tool: u.tool, how, status }, 'uncertain write resolved')
   }
-}
-
-/** A plain write's committed result is kept for the model's retry only when small: a run record holds up to 256 of them. */
-const MAX_KEPT_RESULT_CHARS = 4096
-
-function keptResult (result: Record<string, unknown> | undefined): { result: Record<string, unknown> } | undefined {
-  return result !== undefined && JSON.stringify(result).length <= MAX_KEPT_RESULT_CHARS ? { result } : undefined
 }

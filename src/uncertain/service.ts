@@ -86,7 +86,6 @@ export class UncertainWrites {
     const added = new Set(change.added.map((u) => u.operationId))
     const older = open.filter((u) => !added.has(u.operationId)).map((u) => u.operationId)
     if (older.length > 0) store.indexUncertain(runId, older).catch(failed)
-    for (const operationId of change.told) logger.info({ runId, operationId }, 'retry of a write found committed answered with that outcome, not sent again')
     for (const u of change.added) logger.info({ runId, batchId: u.batchId, callId: u.callId, operationId: u.operationId, tool: u.tool }, 'uncertain write kept unresolved: identical writes are blocked until it is resolved')
     // A blocked retry is a reason to ask again, on whichever replica sees it.
     for (const u of [...change.added, ...blockedBy]) this.recover(runId, u)

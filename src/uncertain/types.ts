@@ -33,25 +33,9 @@ export interface Outcome {
   stateRevision?: string | number
 }
 
-/**
- * An uncertainty resolved `committed` by its status URL or by hand, which the
- * model has not been told of: it saw only `uncertain`. Its first identical
- * write is the model's retry and is answered with this outcome instead of
- * being sent again; after that an identical write is a plain new call.
- */
-export interface Committed {
-  uncertainty: Uncertainty
-  how: Exclude<ResolvedHow, 'idempotent_retry'>
-  result?: Record<string, unknown>
-  /** Epoch ms of the resolution. */
-  at: number
-}
-
 /** How a write of a batch stands against the run's unresolved uncertainties, decided at admission. */
 export type HeldBack =
   /** Not dispatched: the same write's outcome is unknown. */
   | { kind: 'blocked', by: Uncertainty }
   /** An idempotent tool's retry: dispatched under the original operation id, its answer resolves `of`. */
   | { kind: 'retry', of: Uncertainty }
-  /** The retry of a write found committed since: not sent, answered with that outcome. */
-  | { kind: 'answered', of: Committed }

@@ -46,7 +46,7 @@ t.test('changeOf adds each uncertain operation once, and only a definitive answe
 t.test('applyChange resolves only what the run still holds, so a retry racing another resolution is counted once', async (t) => {
   const a = u('op_1', 'A')
   const b = u('op_2', 'B')
-  const applied = applyChange([a, b], { added: [u('op_3', 'C'), b], retried: [a, u('op_gone', 'G')], told: [] })
+  const applied = applyChange([a, b], { added: [u('op_3', 'C'), b], retried: [a, u('op_gone', 'G')] })
   t.same(applied.list.map((x) => x.operationId), ['op_2', 'op_3'])
   t.same(applied.resolved.map((x) => x.operationId), ['op_1'])
   t.same(applied.dropped, [])
@@ -54,20 +54,8 @@ t.test('applyChange resolves only what the run still holds, so a retry racing an
 
 t.test('applyChange keeps at most the newest 256 and answers the ones that fell off', async (t) => {
   const many = Array.from({ length: 256 }, (_, i) => u(`op_${i}`, `F${i}`))
-  const applied = applyChange(many, { added: [u('op_new', 'N')], retried: [], told: [] })
+  const applied = applyChange(many, { added: [u('op_new', 'N')], retried: [] })
   t.equal(applied.list.length, 256)
   t.same(applied.dropped.map((x) => x.operationId), ['op_0'])
   t.equal(applied.list.at(-1)?.operationId, 'op_new')
-})
-
-t.test('holdBack answers the first write repeating one found committed since, and only the first', async (t) => {
-  const done = { uncertainty: u('op_1', 'A', { callId: 'c1' }), how: 'status_url' as const, at: 1 }
-  const held = holdBack([], [call('A', { write: false }), call('A'), call('A'), call('A', { action: true, callId: 'c1' })], [done])
-  t.equal(held[0], undefined, 'a read is a read')
-  t.same(held[1], { kind: 'answered', of: done })
-  t.equal(held[2], undefined, 'a second copy is a plain new call')
-  t.equal(held[3], undefined)
-  t.equal(holdBack([], [call('A', { action: true, callId: 'c1' }), call('A')], [{ ...done, uncertainty: { ...done.uncertainty, action: true } }])[0], undefined, 'an action under its own call id replays its receipt instead')
-  const change = changeOf('b3', [settled('op_1', { held: { kind: 'answered', of: done } })], 5)
-  t.same(change, { added: [], retried: [], told: ['op_1'] }, 'answered: the model has been told')
 })

@@ -7,7 +7,7 @@
  * why, when no Redis answers at TOOLGATE_TEST_REDIS_URL.
  */
 import t, { type Test } from 'tap'
-import type { Committed, Uncertainty } from '../../src/uncertain/types.js'
+import type { Uncertainty } from '../../src/uncertain/types.js'
 import { type Harness, makeRun, memoryHarness, redisHarness, redisUnavailable } from './harness.js'
 
 const noRedis = await redisUnavailable()
@@ -61,16 +61,14 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(read?.inFlight, null)
     t.equal(await peer.countUncertain(), 2)
 
-    // Resolving one: off the run (aside as committed), then off the index.
-    const committed: Committed = { uncertainty: made[0]!, how: 'manual', at: now(), result: { paid: 5 } }
+    // Resolving one, whatever its outcome: off the run, then off the index; nothing else is kept of it.
     await peer.updateRun('r1', (run) => {
       run.uncertain = run.uncertain!.filter((u) => u.operationId !== 'op_1')
-      run.committed = [committed]
     })
     await peer.unindexUncertain('op_1')
     t.equal(await store.countUncertain(), 1)
-    t.same((await store.getRun('r1'))?.committed, [committed])
     t.same((await store.getRun('r1'))?.uncertain, [made[1]])
+    t.equal(await store.runOfUncertain('op_1'), undefined)
   })
 
   t.test('concurrent updates of the uncertainties from two clients lose none', async (t) => {
