@@ -4,9 +4,13 @@
  * and always sends again, under new call ids, every call whose result was not
  * ok. The executor applies a write, then fails to say so (a timeout, a 5xx, a
  * dropped connection) by a seeded schedule, or refuses it outright (a 4xx).
- * Each application is recorded by the write's effect identity (tool and
- * canonical arguments): no non-idempotent write may be applied twice, and an
- * idempotent tool's retry must carry the original Idempotency-Key. Run with
+ * Each application is recorded, in order, by the write's effect identity
+ * (tool and canonical arguments), and so is each definitive answer of the
+ * status endpoint. No write may be applied while an earlier send of it is
+ * unresolved; without a status endpoint none may be applied twice; an
+ * idempotent tool's retry must carry the original Idempotency-Key. A re-send
+ * after the earlier send was found committed is, by SPEC section 14, a new
+ * call the model chose to make: counted and printed, not asserted. Run with
  * and without a status endpoint. TOOLGATE_TEST_SEED replays a failing seed:
  * every decision is keyed by what it is about (a run's call, an operation's
  * n-th status question), so the run without a status endpoint replays
@@ -43,6 +47,10 @@ export interface SoakFigures {
   statusAnswers: number
   applied: number
   duplicates: number
+  /** Applied again while the earlier send's uncertainty was unresolved: what toolgate must never let through. */
+  duplicatesWhileUnresolved: number
+  /** Applied again after the status endpoint had found the earlier send committed: the model's choice. */
+  resendsAfterCommitted: number
   keyMismatches: number
   blockedRetries: number
   blockedReads: number
@@ -55,10 +63,12 @@ const seed = process.env.TOOLGATE_TEST_SEED === undefined ? Date.now() % 2 ** 31
 t.comment(`retry soak seed ${seed} (replay with TOOLGATE_TEST_SEED=${seed})`)
 
 for (const withStatusUrl of [false, true]) {
-  t.test(`a model that always retries what failed applies no write twice (${withStatusUrl ? 'with' : 'without'} a status URL)`, async (t) => {
+  t.test(`a model that always retries what failed applies no write while its earlier send is unresolved (${withStatusUrl ? 'with' : 'without'} a status URL)`, async (t) => {
     const figures = await soak(t, seed + (withStatusUrl ? 1 : 0), withStatusUrl)
     t.comment(`figures ${JSON.stringify(figures)}`)
-    t.equal(figures.duplicates, 0, 'no write applied twice')
+    t.comment(`re-sends after a committed resolution that applied a write again: ${figures.resendsAfterCommitted}`)
+    t.equal(figures.duplicatesWhileUnresolved, 0, 'no write applied while an earlier send of it was unresolved')
+    if (!withStatusUrl) t.equal(figures.duplicates, 0, 'without a status endpoint nothing resolves a plain write: none applied twice')
     t.equal(figures.keyMismatches, 0, "every idempotent retry carried the original operation's Idempotency-Key")
     t.equal(figures.blockedReads, 0, 'reads are never blocked')
     t.equal(figures.strayBlocks, 0, 'every block names an earlier uncertain send of the same write')
@@ -84,8 +94,12 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
   // ---- the executor: applies, then maybe fails to say so ----
   const ex = await startExecutor(t)
   const faults: Record<Fault, number> = { fine: 0, timeout: 0, http5xx: 0, drop: 0, http4xx: 0 }
-  /** Applications by effect identity. */
-  const applications = new Map<string, number>()
+  /** One order for applications and status answers, both in this process. */
+  let seq = 0
+  /** Applications by effect identity, in order. */
+  const applications = new Map<string, Array<{ operationId: string, seq: number }>>()
+  /** When the status endpoint first answered an operation definitively: toolgate resolves it after that. */
+  const answeredAt = new Map<string, number>()
   /** Operation ids whose write was applied (what the status endpoint knows). */
   const appliedOps = new Set<string>()
   /** An idempotent executor's first answer, by Idempotency-Key. */
@@ -101,7 +115,7 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
     if (fault === 'http4xx') return reply.code(pickBy(`${key}|code`, [409, 422])).send(ACTION.has(c.tool) ? { result: { refused: true } } : { content: 'refused' })
     let answer = byKey.get(c.idempotencyKey!)
     if (answer === undefined) {
-      applications.set(identity(c), (applications.get(identity(c)) ?? 0) + 1)
+      applications.set(identity(c), [...(applications.get(identity(c)) ?? []), { operationId: c.operationId, seq: seq++ }])
       appliedOps.add(c.operationId)
       answer = ACTION.has(c.tool) ? { status: 'committed', result: { done: c.arguments.x } } : { content: { done: c.arguments.x } }
       if (IDEMPOTENT.has(c.tool)) byKey.set(c.idempotencyKey!, answer)
@@ -127,6 +141,7 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
       const r = draw(`${operationId}|${asked.get(operationId)!}`)
       if (r < 0.15) return { status: 'unknown' }
       if (r < 0.25) return 503
+      if (!answeredAt.has(operationId)) answeredAt.set(operationId, seq++)
       return appliedOps.has(operationId) ? { status: 'committed', result: { recovered: true } } : { status: 'failed' }
     })
   }
@@ -143,16 +158,22 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
     ]
   })
 
-  const figures: SoakFigures = { turns: 0, calls: 0, faults, statusAnswers: 0, applied: 0, duplicates: 0, keyMismatches: 0, blockedRetries: 0, blockedReads: 0, strayBlocks: 0, resolved: {}, stillOpen: 0 }
-  await Promise.all(Array.from({ length: RUNS }, (_, i) => model(app, `soak-${withStatusUrl ? 's' : 'n'}-${i}`, figures, ex.calls, random(seed + i))))
+  const figures: SoakFigures = { turns: 0, calls: 0, faults, statusAnswers: 0, applied: 0, duplicates: 0, duplicatesWhileUnresolved: 0, resendsAfterCommitted: 0, keyMismatches: 0, blockedRetries: 0, blockedReads: 0, strayBlocks: 0, resolved: {}, stillOpen: 0 }
+  await Promise.all(Array.from({ length: RUNS }, (_, i) => model(app, `soak-${withStatusUrl ? 's' : 'n'}-${i}`, figures, ex.calls, (op) => answeredAt.has(op), random(seed + i))))
 
   figures.statusAnswers = statusAnswers
-  for (const [id, n] of applications) {
-    figures.applied += n
-    // An idempotent executor applies a key once, so a second application of an idempotent write means a new key was used for a retry.
-    if (n > 1) {
-      figures.duplicates += n - 1
-      t.comment(`applied ${n} times: ${id}`)
+  for (const [id, list] of applications) {
+    figures.applied += list.length
+    // An idempotent executor applies a key once, so a second application of an idempotent write means a new key was used.
+    if (list.length > 1) figures.duplicates += list.length - 1
+    for (let i = 1; i < list.length; i++) {
+      // The earlier send was applied, so a definitive status answer for it said committed.
+      const resolved = answeredAt.get(list[i - 1]!.operationId)
+      if (resolved !== undefined && resolved < list[i]!.seq) figures.resendsAfterCommitted++
+      else {
+        figures.duplicatesWhileUnresolved++
+        t.comment(`applied again while unresolved: ${id}`)
+      }
     }
   }
   for (const how of ['status_url', 'idempotent_retry', 'manual']) figures.resolved[how] = (await metric(app, 'toolgate_uncertain_resolved_total', `how="${how}"`)) ?? 0
@@ -161,7 +182,7 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
 }
 
 /** One run of the scripted model: each turn re-sends every intent not yet ok (new call ids), adds new writes and a read. */
-async function model (app: FastifyInstance, runId: string, figures: SoakFigures, sent: readonly ExecutorCall[], rand: () => number): Promise<void> {
+async function model (app: FastifyInstance, runId: string, figures: SoakFigures, sent: readonly ExecutorCall[], resolved: (operationId: string) => boolean, rand: () => number): Promise<void> {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!
   const made = await app.inject({ method: 'POST', url: '/v1/runs', payload: { runId, limits: NO_LOOP_LIMITS } })
   if (made.statusCode !== 201) throw new Error(`run ${runId}: ${made.body}`)
@@ -193,7 +214,8 @@ async function model (app: FastifyInstance, runId: string, figures: SoakFigures,
       const r = byId.get(call.id)!
       const pendingOp = [...intent.uncertainOps].at(-1)
       const got = arrived.get(call.id)
-      if (IDEMPOTENT.has(intent.tool) && pendingOp !== undefined && got !== undefined && got.idempotencyKey !== pendingOp) figures.keyMismatches++
+      // Once the status endpoint resolved the pending send, the re-send is a new call under its own key.
+      if (IDEMPOTENT.has(intent.tool) && pendingOp !== undefined && !resolved(pendingOp) && got !== undefined && got.idempotencyKey !== pendingOp) figures.keyMismatches++
       intent.sends++
       if (r.status === 'ok') {
         intent.done = true
