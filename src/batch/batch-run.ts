@@ -392,7 +392,7 @@ export class BatchRun implements RunnerHooks {
     observer.batchCompleted(outcome, wallMs)
     // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
     if (!stored) responseJson = (await store.getBatch(req.runId, req.batchId))?.responseJson ?? responseJson
-    if (state.uncertain !== undefined) this.#deps.uncertain?.afterBatch(req.runId, change, state.uncertain.dropped, state.uncertain.list, blockers(this.#held))
+    if (state.uncertain !== undefined) this.#deps.uncertain?.afterBatch(req.runId, change, state.uncertain, blockers(this.#held))
     return {
       body: responseJson,
       replayed: false,

@@ -226,7 +226,9 @@ export class MemoryStore implements Store {
 
   async countUncertain (): Promise<number> {
     let n = 0
-    for (const run of this.#runs.values()) n += run.uncertain?.length ?? 0
+    const now = this.#opts.now()
+    // An expired run not swept yet is gone for every other method: not counted either.
+    for (const run of this.#runs.values()) if (!this.#expired(run, now)) n += run.uncertain?.length ?? 0
     return n
   }
 

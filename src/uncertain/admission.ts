@@ -57,6 +57,8 @@ export interface SettledWrite {
   action: boolean
   /** Its outcome is unknown (status `uncertain`, or an action whose receipt is). */
   uncertain: boolean
+  /** It never reached the executor (`executor_unavailable`): its answer says nothing of the operation. */
+  unsent: boolean
   held: HeldBack | undefined
 }
 
@@ -67,8 +69,8 @@ export function changeOf (batchId: string, writes: readonly SettledWrite[], now:
   const seen = new Set<string>()
   for (const w of writes) {
     if (w.held?.kind === 'retry') {
-      // Uncertain again: the original entry stays as it is.
-      if (!w.uncertain) retried.push(w.held.of)
+      // Uncertain again, or never sent: the original entry stays as it is.
+      if (!w.uncertain && !w.unsent) retried.push(w.held.of)
       continue
     }
     if (!w.uncertain || seen.has(w.operationId)) continue
@@ -81,16 +83,21 @@ export function changeOf (batchId: string, writes: readonly SettledWrite[], now:
 /** Most unresolved uncertainties a run keeps; past it the oldest go (and stop blocking), so a record cannot grow without bound. */
 export const MAX_UNCERTAIN_PER_RUN = 256
 
+/** A run's list after a change: `resolved` holds the retried entries it still held (another resolution may have come first). */
+export interface AppliedChange { list: Uncertainty[], dropped: Uncertainty[], resolved: Uncertainty[] }
+
 /**
  * Applies a change to a run's list, inside the run's atomic update: answers
- * the new list and what fell off its end. An operation already listed is
- * not added twice.
+ * the new list, what fell off its end, and what the change resolved. An
+ * operation already listed is not added twice.
  */
-export function applyChange (list: readonly Uncertainty[] | undefined, change: UncertainChange): { list: Uncertainty[], dropped: Uncertainty[] } {
+export function applyChange (list: readonly Uncertainty[] | undefined, change: UncertainChange): AppliedChange {
   const gone = new Set(change.retried.map((u) => u.operationId))
-  const next = (list ?? []).filter((u) => !gone.has(u.operationId))
+  const resolved: Uncertainty[] = []
+  const next: Uncertainty[] = []
+  for (const u of list ?? []) (gone.has(u.operationId) ? resolved : next).push(u)
   const listed = new Set(next.map((u) => u.operationId))
   for (const u of change.added) if (!listed.has(u.operationId)) next.push(u)
   const dropped = next.length > MAX_UNCERTAIN_PER_RUN ? next.splice(0, next.length - MAX_UNCERTAIN_PER_RUN) : []
-  return { list: next, dropped }
+  return { list: next, dropped, resolved }
 }

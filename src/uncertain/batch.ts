@@ -7,7 +7,7 @@
 import type { CallResult } from '../batch/types.js'
 import { errorContent } from '../batch/content.js'
 import type { PreparationOutcome, PreparedCall } from '../prepare/types.js'
-import { type UncertainChange, applyChange, changeOf, holdBack, type SettledWrite } from './admission.js'
+import { type AppliedChange, type UncertainChange, applyChange, changeOf, holdBack, type SettledWrite } from './admission.js'
 import type { HeldBack, Uncertainty } from './types.js'
 
 /** At admission, inside the run's atomic update: which calls are retries of an unresolved uncertain write. */
@@ -62,15 +62,16 @@ export function batchChange (batchId: string, results: readonly CallResult[], pr
       tool: call.tool.name,
       action: call.tool.action !== null,
       uncertain: r.status === 'uncertain' || r.details.receipt?.status === 'uncertain',
+      unsent: r.details.reason === 'executor_unavailable',
       held: held[i]
     })
   }
   return changeOf(batchId, writes, now)
 }
 
-/** Inside the batch's final update of the run: records the change (nothing when there is none); answers the list as it stands and what fell off it. */
-export function recordChange (run: { uncertain?: Uncertainty[] }, change: UncertainChange): { list: Uncertainty[], dropped: Uncertainty[] } {
-  if (change.added.length + change.retried.length === 0) return { list: run.uncertain ?? [], dropped: [] }
+/** Inside the batch's final update of the run: records the change (nothing when there is none); answers the list as it stands, what fell off it and what it resolved. */
+export function recordChange (run: { uncertain?: Uncertainty[] }, change: UncertainChange): AppliedChange {
+  if (change.added.length + change.retried.length === 0) return { list: run.uncertain ?? [], dropped: [], resolved: [] }
   const kept = applyChange(run.uncertain, change)
   if (kept.list.length > 0) run.uncertain = kept.list
   else delete run.uncertain

@@ -49,7 +49,9 @@ export class UncertainResolver {
     const taken = await this.#store.updateRun(runId, (r) => {
       const i = r.uncertain?.findIndex((u) => u.operationId === operationId) ?? -1
       if (i < 0) return undefined
-      return r.uncertain!.splice(i, 1)[0]
+      const u = r.uncertain!.splice(i, 1)[0]
+      if (r.uncertain!.length === 0) delete r.uncertain
+      return u
     })
     if (!taken.found || taken.value === undefined) return undefined
     await this.#store.unindexUncertain(operationId)

@@ -9,13 +9,19 @@ import type { DispatchOutcome } from '../schedule/types.js'
  * original operation id (so the same Idempotency-Key), its answer settles
  * the original receipt in place (`retried` in the timeline, one more
  * attempt). A receipt that something else settled meanwhile stays as it
- * is, and is what the call shows.
+ * is, and is what the call shows. A retry that could not be sent settles
+ * nothing.
  */
 export async function retryAction (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string,
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<ActionOutcome>> {
   const dispatchedAt = new Date()
   const t0 = performance.now()
   const answer = await sendToExecutor(ctx, call, operationId, trace, argumentsJson)
+  if (answer.kind === 'unsent') {
+    // Never sent: nothing is known of the original dispatch, so its receipt stays uncertain (and the uncertainty open).
+    const stored = (await ctx.store.getReceipt(operationId).catch(() => undefined))?.receipt ?? pendingReceipt(ctx, call, operationId, preparedAt, dispatchedAt.toISOString())
+    return await actionResult(ctx, call, operationId, stored, stored)
+  }
   const durationMs = performance.now() - t0
   const completedAt = new Date(dispatchedAt.getTime() + durationMs).toISOString()
   const { status, result, stateRevision, end } = interpretActionAnswer(answer)

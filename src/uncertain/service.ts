@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import type { Registry } from 'prom-client'
 import type { Store } from '../store/types.js'
 import type { ToolLookup } from '../tools/types.js'
-import type { UncertainChange } from './admission.js'
+import type { AppliedChange, UncertainChange } from './admission.js'
 import { UncertainMetrics } from './metrics.js'
 import { type AttemptOutcome, type Clock, Recovery, type RecoveryTarget } from './recovery.js'
 import { UncertainResolver } from './resolver.js'
@@ -69,10 +69,12 @@ export class UncertainWrites {
    * logs the retries that resolved, forgets what is gone, keeps the rest
    * findable, and starts recovering what a status URL can tell.
    */
-  afterBatch (runId: string, change: UncertainChange, dropped: readonly Uncertainty[], open: readonly Uncertainty[], blockedBy: readonly Uncertainty[]): void {
+  afterBatch (runId: string, change: UncertainChange, applied: AppliedChange, blockedBy: readonly Uncertainty[]): void {
     const { store, logger } = this.#opts
+    const { dropped, list: open } = applied
     const failed = (err: unknown): void => { logger.warn({ runId, err: { message: (err as Error).message } }, 'uncertain writes: the store could not be updated') }
-    for (const u of change.retried) {
+    // Only what this batch took off the run: a retry racing another resolution is counted once, by the first.
+    for (const u of applied.resolved) {
       this.resolver.recorded(runId, u, 'idempotent_retry', 'answered')
       store.unindexUncertain(u.operationId).catch(failed)
     }

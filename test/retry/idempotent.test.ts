@@ -3,6 +3,8 @@
  * original operation id (the same Idempotency-Key), and its definitive
  * answer resolves the uncertainty.
  */
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
 import { batch, listUncertain, metric } from './support.js'
@@ -89,4 +91,39 @@ t.test('a non-idempotent tool is never retried under the original key: it is blo
   const second = await batch(app, 'i3', 'b2', [{ id: 'c2', name: 'put', arguments: { k: 'v' } }])
   t.equal(second.results[0].status, 'blocked')
   t.equal(ex.calls.length, 1)
+})
+
+t.test('a retry that cannot reach the executor resolves nothing: the uncertainty stays, and an action receipt stays uncertain', async (t) => {
+  // An executor that takes every call and never answers, then goes away entirely.
+  const server = createServer(() => {})
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  t.teardown(() => { server.closeAllConnections(); server.close() })
+  const { app } = await buildTestApp(t, {
+    tools: [
+      tool('put', url, { executor: { url: `${url}/tools/put`, timeoutMs: TIMEOUT_MS }, idempotent: true }),
+      tool('charge', url, { executor: { url: `${url}/tools/charge`, timeoutMs: TIMEOUT_MS }, idempotent: true, action: {} })
+    ]
+  })
+  t.equal((await post(app, '/v1/runs', { runId: 'i4' })).status, 201)
+  // One write a batch: within a batch, a write after an uncertain one would be blocked behind it.
+  const first = [
+    (await batch(app, 'i4', 'b1', [{ id: 'c1', name: 'put', arguments: { k: 'v' } }])).results[0],
+    (await batch(app, 'i4', 'b2', [{ id: 'c2', name: 'charge', arguments: { x: 1 } }])).results[0]
+  ]
+  t.same(first.map((r) => r.status), ['uncertain', 'uncertain'])
+  const [putOp, chargeOp] = first.map((r) => r.details.operationId)
+  server.closeAllConnections()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+
+  const put = (await batch(app, 'i4', 'b3', [{ id: 'c3', name: 'put', arguments: { k: 'v' } }])).results[0]
+  const charge = (await batch(app, 'i4', 'b4', [{ id: 'c4', name: 'charge', arguments: { x: 1 } }])).results[0]
+  t.equal(put.status, 'error')
+  t.equal(put.details.reason, 'executor_unavailable')
+  t.equal(put.details.operationId, putOp, 'it was tried under the original operation id')
+  t.equal(charge.status, 'uncertain', 'the receipt says what is known: nothing yet')
+  t.match(charge.details.receipt, { operationId: chargeOp, status: 'uncertain', callId: 'c2' })
+  t.equal((await get(app, `/v1/receipts/${chargeOp}`)).body.status, 'uncertain')
+  t.same((await listUncertain(app, 'i4')).map((u: { operationId: string }) => u.operationId), [putOp, chargeOp], 'both still unresolved')
+  t.equal(await metric(app, 'toolgate_uncertain_resolved_total', 'how="idempotent_retry"'), 0)
 })

@@ -1,0 +1,119 @@
+/**
+ * The Store contract of retry safety (SPEC section 14), against the memory
+ * store and the Redis store alike: the run of an unresolved uncertain write
+ * found by its operation id alone, the count behind the gauge, short
+ * recovery locks, and the run record's uncertainties stored with the batch
+ * that made them and expiring with the run. Redis cases are skipped, saying
+ * why, when no Redis answers at TOOLGATE_TEST_REDIS_URL.
+ */
+import t, { type Test } from 'tap'
+import type { Uncertainty } from '../../src/uncertain/types.js'
+import { type Harness, makeRun, memoryHarness, redisHarness, redisUnavailable } from './harness.js'
+
+const noRedis = await redisUnavailable()
+if (noRedis !== undefined) t.comment(`Redis store contract skipped: ${noRedis}`)
+
+for (const h of [memoryHarness, redisHarness]) {
+  const skip = h.name === 'redis' && noRedis !== undefined ? noRedis : false
+  t.test(`the ${h.name} store`, { skip }, async (t) => contract(t, h))
+}
+
+function uncertainty (operationId: string, over: Partial<Uncertainty> = {}): Uncertainty {
+  return { operationId, fingerprint: `fp_${operationId}`, conflictKey: 'acct:a', callId: `call_${operationId}`, batchId: 'b1', tool: 'pay', action: false, since: 1_800_000_000_000, ...over }
+}
+
+async function contract (t: Test, h: Harness): Promise<void> {
+  t.jobs = 3
+
+  t.test('indexUncertain notes the run of each operation for every client; unindexUncertain forgets one; a missing run notes nothing', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.indexUncertain('r1', ['op_1', 'op_2'])
+    t.equal(await peer.runOfUncertain('op_1'), 'r1')
+    t.equal(await peer.runOfUncertain('op_2'), 'r1')
+    await peer.unindexUncertain('op_1')
+    t.equal(await store.runOfUncertain('op_1'), undefined)
+    t.equal(await store.runOfUncertain('op_2'), 'r1', 'the other stays')
+    await store.indexUncertain('nope', ['op_3'])
+    t.equal(await store.runOfUncertain('op_3'), undefined)
+    t.equal(await store.runOfUncertain('op_never'), undefined)
+    await store.unindexUncertain('op_never')
+  })
+
+  t.test("a batch's uncertainties are stored in its final update with its stats, before its answer: a peer reads both, and countUncertain counts them", async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.updateRunWithBatchId('r1', 'b1', (run, entry) => {
+      entry.requestHash = 'hash1'
+      run.inFlight = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 }
+    })
+    const made = [uncertainty('op_1'), uncertainty('op_2', { action: true, conflictKey: null })]
+    // As the engine does: note the runs first, then one update holds the entries and the batch's other changes.
+    await store.indexUncertain('r1', made.map((u) => u.operationId))
+    await store.updateRun('r1', (run) => {
+      run.uncertain = structuredClone(made)
+      run.counters.toolCalls += 2
+    })
+    t.equal(await store.completeBatch('r1', 'replica-a', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"results":[]}', completedAt: now() }), true)
+    const read = await peer.getRun('r1')
+    t.same(read?.uncertain, made, 'kept exactly as written')
+    t.equal(read?.counters.toolCalls, 2)
+    t.equal(read?.inFlight, null)
+    t.equal(await peer.countUncertain(), 2)
+
+    // Resolving one, whatever its outcome: off the run, then off the index; nothing else is kept of it.
+    await peer.updateRun('r1', (run) => {
+      run.uncertain = run.uncertain!.filter((u) => u.operationId !== 'op_1')
+    })
+    await peer.unindexUncertain('op_1')
+    t.equal(await store.countUncertain(), 1)
+    t.same((await store.getRun('r1'))?.uncertain, [made[1]])
+    t.equal(await store.runOfUncertain('op_1'), undefined)
+  })
+
+  t.test('concurrent updates of the uncertainties from two clients lose none', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : peer).updateRun('r1', (run) => {
+      run.uncertain = [...(run.uncertain ?? []), uncertainty(`op_${i}`)]
+    })))
+    t.same((await store.getRun('r1'))?.uncertain?.map((u) => u.operationId).sort(), Array.from({ length: 10 }, (_, i) => `op_${i}`).sort())
+  })
+
+  t.test('an ended run keeps its uncertainties, so they can still be resolved', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.indexUncertain('r1', ['op_1'])
+    await store.updateRun('r1', (run) => { run.uncertain = [uncertainty('op_1')] })
+    await peer.endRun('r1', now())
+    t.same((await store.getRun('r1'))?.uncertain, [uncertainty('op_1')])
+    t.equal(await store.runOfUncertain('op_1'), 'r1')
+  })
+
+  t.test('uncertainties expire with their run: the record, the index and the count', async (t) => {
+    const { store, now, advance } = await h.open(t, { runTtlMs: h.ttl.short })
+    await store.createRun(makeRun('r1', now()))
+    await store.indexUncertain('r1', ['op_1'])
+    await store.updateRun('r1', (run) => { run.uncertain = [uncertainty('op_1')] })
+    t.equal(await store.countUncertain(), 1)
+    // Past the run's TTL and the slack the index may keep beyond it (at most one more TTL).
+    await advance(2 * h.ttl.short + 300)
+    t.equal(await store.countUncertain(), 0, 'counted no more, before anything reads the run')
+    t.equal(await store.runOfUncertain('op_1'), undefined)
+    t.equal(await store.getRun('r1'), undefined)
+  })
+
+  t.test('tryLock: one owner at a time, taken again by its owner, released only by it, and lapsing after its ttl', async (t) => {
+    const { store, peer, advance } = await h.open(t)
+    t.equal(await store.tryLock('recover:op_1', 'a', h.ttl.short), true)
+    t.equal(await peer.tryLock('recover:op_1', 'b', h.ttl.short), false, 'held by another owner')
+    t.equal(await store.tryLock('recover:op_1', 'a', h.ttl.short), true, 'its owner may take it again')
+    t.equal(await peer.tryLock('recover:op_2', 'b', h.ttl.short), true, 'another name is another lock')
+    await peer.unlock('recover:op_1', 'b')
+    t.equal(await peer.tryLock('recover:op_1', 'b', h.ttl.short), false, 'not released by another owner')
+    await store.unlock('recover:op_1', 'a')
+    t.equal(await peer.tryLock('recover:op_1', 'b', h.ttl.short), true, 'released by its owner')
+    await advance(h.ttl.short + 100)
+    t.equal(await store.tryLock('recover:op_1', 'a', h.ttl.short), true, 'lapsed after its ttl')
+  })
+}
