@@ -35,6 +35,7 @@ import { approvalRoutes } from '../routes/approvals.js'
 import { readiness, registerReadinessGauge, shedRequestsCounter } from './telemetry/health-metrics.js'
 import { registerOpenApi } from './http/openapi.js'
 import { registerServerSpans } from './telemetry/http-span.js'
+import { activeTracer } from './telemetry/tracing.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -97,8 +98,9 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   useSharedCompilers(app, shared)
 
   registerRequestId(app)
-  // Before shedding, auth and the rate limit: a refused request is traced too.
-  registerServerSpans(app)
+  // Before shedding, auth and the rate limit: a refused request is traced too. Tracing is
+  // set up before the app (src/server.ts): without a tracer no request pays for three hooks.
+  if (activeTracer() !== null) registerServerSpans(app)
   registerJsonBody(app)
   registerProblems(app)
   // Shedding comes first: an overloaded process should not even check keys.

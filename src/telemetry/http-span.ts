@@ -20,8 +20,10 @@ const MAX_PATH = 2048
  * continuing the caller's `traceparent`; the batch's span is its child. Its
  * route handler runs with the span active, so what the handler awaits (the
  * batch, log lines) finds it. The request's trace id goes on the access
- * log's line (request.traceId). Nothing is done without a tracer provider.
- * Registered before the auth and rate-limit hooks: a 401 or 429 is traced too.
+ * log's line (request.traceId). buildApp registers it only when a tracer
+ * provider is set as the app is built (src/server.ts starts tracing first), so
+ * an untraced service pays for none of its hooks. Registered before the auth
+ * and rate-limit hooks: a 401 or 429 is traced too.
  */
 export function registerServerSpans (app: FastifyInstance): void {
   app.decorateRequest('serverSpan', null)
