@@ -2,7 +2,7 @@ import type { PreparationOutcome } from '../prepare/types.js'
 import { type CycleCall, type CycleHit, trackCycles } from '../repeat/cycle.js'
 import { type ErrorStreak, stepErrors } from '../repeat/errors.js'
 import { type LoopKind, type LoopLimits, type LoopTerminationReason, type LoopState, LOOP_TERMINATION_REASONS, loopLimitsOf, loopStateOf } from '../repeat/loops.js'
-import type { StreakDecision } from '../repeat/streak.js'
+import type { LoopThresholds, StreakDecision } from '../repeat/streak.js'
 import { cycleMessage, errorsMessage, noProgressMessage } from '../repeat/messages.js'
 import { type NoProgressStreak, stepNoProgress } from '../repeat/no-progress.js'
 import { emptyLoopCounts } from '../runs/stats.js'
@@ -66,7 +66,9 @@ export class LoopWatch {
   readonly #outcomes: readonly PreparationOutcome[]
   readonly #fingerprints: readonly string[]
   readonly #pending: CallResult
-  readonly #limits: LoopLimits
+  /** The two detectors' limits, made once per batch rather than per call. */
+  readonly #errorLimits: LoopThresholds
+  readonly #noProgressLimits: LoopThresholds
   readonly #start: LoopState
   #errors: ErrorStreak
   #noProgress: NoProgressStreak
@@ -84,7 +86,9 @@ export class LoopWatch {
     this.#outcomes = opts.outcomes
     this.#fingerprints = opts.fingerprints
     this.#pending = opts.pending
-    this.#limits = loopLimitsOf(opts.limits)
+    const limits = loopLimitsOf(opts.limits)
+    this.#errorLimits = { advisory: limits.consecutiveErrorAdvisory, termination: limits.consecutiveErrorTermination }
+    this.#noProgressLimits = { advisory: limits.noProgressAdvisory, termination: limits.noProgressTermination }
     this.#start = opts.start
     this.#errors = opts.start.errors
     this.#noProgress = opts.start.noProgress
@@ -99,19 +103,19 @@ export class LoopWatch {
 
   /** Walks every call settled since the last walk; answers the termination reason when a limit is reached. */
   walk (results: readonly CallResult[]): LoopTerminationReason | null {
-    const limits = this.#limits
     while (this.#active && this.#cursor < results.length) {
       const r = results[this.#cursor]!
       if (r === this.#pending) break
       const index = this.#cursor++
       const o = this.#outcomes[index]!
       const tool = o.tool?.name ?? o.requestedName
-      const errors = stepErrors(this.#errors, { status: r.status, tool }, { advisory: limits.consecutiveErrorAdvisory, termination: limits.consecutiveErrorTermination })
+      const errors = stepErrors(this.#errors, { status: r.status, tool }, this.#errorLimits)
       const polled = stepNoProgress(this.#noProgress, {
         status: r.status, tool, tracked: o.tool?.trackExactRepeats ?? true, fingerprint: this.#fingerprints[index]!, content: r.content
-      }, { advisory: limits.noProgressAdvisory, termination: limits.noProgressTermination })
+      }, this.#noProgressLimits)
       this.#errors = errors.streak
       this.#noProgress = polled.streak
+      if (errors.decision.action === 'none' && polled.decision.action === 'none') continue
       const info = this.#info(o, r.details.epoch ?? null)
       const stop = this.#report(info, 'errors', errors.decision, (n) => errorsMessage(errors.streak.tools, n)) ??
         this.#report(info, 'no_progress', polled.decision, (n) => noProgressMessage(tool, n))

@@ -62,13 +62,15 @@ export function trackCycles (state: CycleState, calls: readonly CycleCall[], t: 
   const periods = state.periods.map((p) => ({ ...p }))
   const hits: Array<CycleHit | null> = []
   let terminatedAt: number | null = null
-  for (const [index, call] of calls.entries()) {
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!
     if (terminatedAt !== null || call.tracked === false) {
       hits.push(null)
       continue
     }
     let hit: CycleHit | null = null
-    for (const [k, period] of CYCLE_PERIODS.entries()) {
+    for (let k = 0; k < CYCLE_PERIODS.length; k++) {
+      const period = CYCLE_PERIODS[k]!
       const streak = periods[k] ?? (periods[k] = { matched: 0, advised: false })
       if (continuesCycle(recent, call, period)) {
         streak.matched++

@@ -29,10 +29,14 @@ export function decide (count: number, advised: boolean, t: LoopThresholds): { d
   return { decision: NO_DECISION, advised }
 }
 
+/** Throws a TypeError naming the limit that is not a non-negative integer; checked at every step, so it allocates nothing. */
 export function assertThresholds (t: LoopThresholds): void {
-  for (const [name, value] of [['advisory', t.advisory], ['termination', t.termination]] as const) {
-    if (!Number.isSafeInteger(value) || value < 0) {
-      throw new TypeError(`Expected \`thresholds.${name}\` to be a non-negative integer, got ${String(value)}`)
-    }
+  assertThreshold('advisory', t.advisory)
+  assertThreshold('termination', t.termination)
+}
+
+function assertThreshold (name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new TypeError(`Expected \`thresholds.${name}\` to be a non-negative integer, got ${String(value)}`)
   }
 }
