@@ -22,6 +22,8 @@ export interface ProfileSummary {
   byPackage: ProfileLine[]
   /** toolgate's functions by self time. */
   ownSelf: ProfileLine[]
+  /** toolgate's (and the bench's own, for the floor) source files by self time. */
+  ownFiles: ProfileLine[]
   /** toolgate's functions by inclusive time (itself and what it calls). */
   ownInclusive: ProfileLine[]
   /** Packages by inclusive time: samples with any of its frames on the stack. */
@@ -35,14 +37,17 @@ function packageOf (frame: CallFrame, root: string): string {
   if (url === '') return functionName === '(garbage collector)' ? 'gc' : functionName === '(idle)' ? 'idle' : functionName === '(program)' ? 'program (native)' : `native ${functionName}`
   if (url.startsWith('node:')) return 'node internals'
   const path = url.startsWith('file:') ? fileURLToPath(url) : url
+  // The project's own files first: a build may itself live under a node_modules (the bench's smoke test builds one there).
+  const rel = relative(root, path)
+  if (!rel.startsWith('..') && !rel.startsWith(`node_modules${sep}`)) {
+    if (/^(dist[\\/])?(src|routes|schemas)[\\/]/.test(rel)) return 'toolgate'
+    if (/^(dist[\\/])?bench[\\/]/.test(rel)) return 'bench'
+  }
   const nm = path.lastIndexOf(`${sep}node_modules${sep}`)
   if (nm >= 0) {
     const parts = path.slice(nm + 14).split(sep)
     return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!
   }
-  const rel = relative(root, path)
-  if (/^(dist[\\/])?(src|routes|schemas)[\\/]/.test(rel)) return 'toolgate'
-  if (/^(dist[\\/])?bench[\\/]/.test(rel)) return 'bench'
   return 'other'
 }
 
@@ -69,6 +74,7 @@ export function summarizeProfile (file: string, root: string, fromUs = -Infinity
 
   const pkgSelf = new Map<string, number>()
   const ownSelf = new Map<string, number>()
+  const ownFiles = new Map<string, number>()
   const ownIncl = new Map<string, number>()
   const pkgIncl = new Map<string, number>()
   const allSelf = new Map<string, number>()
@@ -91,6 +97,11 @@ export function summarizeProfile (file: string, root: string, fromUs = -Infinity
     pkgSelf.set(pkg, (pkgSelf.get(pkg) ?? 0) + dt)
     const own = ownLabel(node)
     if (own !== null) ownSelf.set(own, (ownSelf.get(own) ?? 0) + dt)
+    if (own !== null || pkg === 'bench') {
+      // The label ends with the source's path and line; a function's name may hold spaces, a path does not.
+      const file = (own ?? label(node.callFrame)).split(' ').at(-1)!.replace(/:\d+$/, '')
+      ownFiles.set(file, (ownFiles.get(file) ?? 0) + dt)
+    }
     const any = `${label(node.callFrame)} [${pkg}]`
     allSelf.set(any, (allSelf.get(any) ?? 0) + dt)
     const seen = new Set<string>()
@@ -115,6 +126,7 @@ export function summarizeProfile (file: string, root: string, fromUs = -Infinity
     sampledMs: Math.round(sampled / 1000),
     byPackage: lines(pkgSelf, 20),
     ownSelf: lines(ownSelf, top),
+    ownFiles: lines(ownFiles, 40),
     ownInclusive: lines(ownIncl, top),
     packageInclusive: lines(pkgIncl, 20),
     allSelf: lines(allSelf, top)

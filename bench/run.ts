@@ -8,7 +8,7 @@
  *   node dist/bench/run.js --rounds 3      # fewer throughput and latency rounds
  *   node dist/bench/run.js --out file.json # results elsewhere (smoke results go to the temp dir by default)
  *   node dist/bench/run.js --log-level warn
- *   node dist/bench/run.js --profile dir   # toolgate under --cpu-prof instead, and where its CPU went
+ *   node dist/bench/run.js --profile dir   # the floor and toolgate (both stores) under --cpu-prof instead: CPU per batch and where it went
  */
 import { existsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { profileMarkdown, profileToolgate } from './profiling.js'
+import { profileMarkdown, profileServices } from './profiling.js'
 import { markdown } from './report.js'
 import { FULL, SMOKE } from './settings.js'
 import { runBench } from './suite.js'
@@ -47,8 +47,8 @@ async function main (): Promise<void> {
   const logLevel = values['log-level']
 
   if (values.profile !== undefined) {
-    const runs = await profileToolgate(root, values.profile, values.smoke ? SMOKE : FULL, logLevel, log)
-    process.stdout.write(profileMarkdown(runs) + '\n')
+    const report = await profileServices(root, values.profile, values.smoke ? SMOKE : FULL, logLevel, log)
+    process.stdout.write(profileMarkdown(report) + '\n')
     return
   }
 
