@@ -4,7 +4,7 @@
  * run to run) this can, a change of a few percent.
  *
  *   node dist/bench/compare.js <distA> <distB> [--batch 1] [--conns 50]
- *     [--rounds 8] [--window-ms 1500] [--pin] [--json]
+ *     [--rounds 8] [--window-ms 1500] [--pin] [--store redis://127.0.0.1:6379/5] [--json]
  *
  * Each <dist> is a built tree (what `npm run build` writes to dist/) with
  * the project's node_modules reachable from it, e.g. a git worktree of the
@@ -13,7 +13,8 @@
  * alternate which goes first, and each round gives B's throughput over A's.
  * With --pin (Linux, taskset) the services get one core and the executor and
  * load generator the other, so the ratio is each build's cost per batch and
- * not where the scheduler happened to put the processes.
+ * not where the scheduler happened to put the processes. With --store both
+ * builds run on that Redis, each under a key prefix of its own.
  */
 import { execFileSync } from 'node:child_process'
 import { realpathSync } from 'node:fs'
@@ -24,6 +25,7 @@ import type * as children from './children.js'
 import { type BenchChild, killAll, startChild, trapSignals } from './children.js'
 import { serviceTarget } from './clients.js'
 import { closedLoop } from './load.js'
+import { type BenchRedis, openBenchRedis } from './redis.js'
 import { TOOLGATE_NODE_FLAGS } from './settings.js'
 import { median } from './stats.js'
 
@@ -34,6 +36,8 @@ export interface CompareOptions {
   windowMs: number
   warmupMs: number
   pin: boolean
+  /** A redis:// URL: both builds on the Redis store, each under a key prefix of its own (the database is flushed before and after); memory when absent. */
+  store?: string
 }
 
 export interface BuildFigures {
@@ -67,8 +71,16 @@ export async function compareBuilds (distA: string, distB: string, opts: Compare
   const modules: ChildModule[] = await Promise.all([distA, distB].map(async (dist) =>
     await import(pathToFileURL(resolve(dist, 'bench', 'children.js')).href) as ChildModule))
   const services: BenchChild[] = []
+  let flush: BenchRedis | undefined
   try {
-    for (const m of modules) services.push(await m.startChild('toolgate', [executor.url, 'info'], { nodeFlags: [...TOOLGATE_NODE_FLAGS] }))
+    const redis = opts.store === undefined ? undefined : await openBenchRedis(opts.store)
+    if (redis !== undefined && 'unavailable' in redis) throw new Error(`No Redis at ${opts.store}: ${redis.unavailable}`)
+    await redis?.flush()
+    flush = redis
+    for (const [i, m] of modules.entries()) {
+      const store = opts.store === undefined ? [] : [storeWithPrefix(opts.store, `compare-${'ab'[i]}:`)]
+      services.push(await m.startChild('toolgate', [executor.url, 'info', ...store], { nodeFlags: [...TOOLGATE_NODE_FLAGS] }))
+    }
     if (opts.pin) {
       pin(process.pid, '0')
       pin(executor.pid, '0')
@@ -97,7 +109,14 @@ export async function compareBuilds (distA: string, distB: string, opts: Compare
     await executor.stop()
     for (const m of modules) await m.killAll()
     await killAll()
+    const redis = flush
+    if (redis !== undefined) await redis.flush().catch(() => {}).finally(() => redis.close())
   }
+}
+
+/** The store URL with a key prefix of its own, so two builds on one database never share a key. */
+function storeWithPrefix (url: string, prefix: string): string {
+  return `${url}${url.includes('?') ? '&' : '?'}prefix=${encodeURIComponent(prefix)}`
 }
 
 export function comparisonMarkdown (c: Comparison): string {
@@ -105,7 +124,7 @@ export function comparisonMarkdown (c: Comparison): string {
   const row = (name: string, f: BuildFigures): string =>
     `| ${name} | ${f.dist} | ${Math.round(median(f.callsPerSec)).toLocaleString('en-US')} | ${median(f.cpuUsPerBatch).toFixed(1)} |`
   return [
-    `${o.batchSize}-call batches, ${o.concurrency} connections, ${o.rounds} rounds of ${o.windowMs} ms${o.pin ? ', services pinned to core 1' : ''}; medians.`,
+    `${o.batchSize}-call batches, ${o.concurrency} connections, ${o.rounds} rounds of ${o.windowMs} ms${o.pin ? ', services pinned to core 1' : ''}${o.store === undefined ? '' : ', on the Redis store'}; medians.`,
     '',
     '| build | dist | calls/s | CPU µs per batch |',
     '| --- | --- | ---: | ---: |',
@@ -126,10 +145,11 @@ async function main (): Promise<void> {
       'window-ms': { type: 'string', default: '1500' },
       'warmup-ms': { type: 'string', default: '1500' },
       pin: { type: 'boolean', default: false },
+      store: { type: 'string' },
       json: { type: 'boolean', default: false }
     }
   })
-  if (positionals.length !== 2) throw new TypeError('Usage: compare.js <distA> <distB> [--batch N] [--conns N] [--rounds N] [--window-ms N] [--warmup-ms N] [--pin] [--json]')
+  if (positionals.length !== 2) throw new TypeError('Usage: compare.js <distA> <distB> [--batch N] [--conns N] [--rounds N] [--window-ms N] [--warmup-ms N] [--pin] [--store redis://HOST:PORT/DB] [--json]')
   const int = (name: string, text: string): number => {
     const n = Number(text)
     if (!Number.isInteger(n) || n < 1) throw new TypeError(`Expected --${name} to be a positive integer, got ${text}`)
@@ -141,7 +161,8 @@ async function main (): Promise<void> {
     rounds: int('rounds', values.rounds),
     windowMs: int('window-ms', values['window-ms']),
     warmupMs: int('warmup-ms', values['warmup-ms']),
-    pin: values.pin
+    pin: values.pin,
+    ...(values.store === undefined ? {} : { store: values.store })
   }
   const c = await compareBuilds(positionals[0]!, positionals[1]!, opts, (line) => process.stderr.write(`compare: ${line}\n`))
   process.stdout.write((values.json ? JSON.stringify(c, null, 2) : comparisonMarkdown(c)) + '\n')
