@@ -71,8 +71,8 @@ export const STDOUT_FLUSH_MS = 100
  * blocks: lines are joined until STDOUT_BLOCK_BYTES are pending (or
  * STDOUT_FLUSH_MS passed), then written with one syscall. Synchronous, as
  * Node's own process.stdout is for pipes and files: an asynchronous write
- * goes through libuv's thread pool, whose hand-over cost about 20 µs per
- * write on the bench's machine, more than the write itself. The trade is
+ * goes through libuv's thread pool, whose hand-over costs more than the
+ * write itself (docs/performance.md). The trade is
  * the usual one: a log reader that stops reading a full pipe blocks the
  * process (sonic-boom retries EAGAIN) instead of letting its memory grow.
  * What is pending when the process exits is written on `exit`, so

@@ -7,7 +7,7 @@ const END_MS = 253_402_300_800_000
 
 /**
  * `new Date(ms).toISOString()` without going through V8's date formatter
- * (about 0.5 µs, in C++) for every time: the last millisecond's text is
+ * (in C++) for every time: the last millisecond's text is
  * remembered (the calls of a batch mostly start, and get their deadlines,
  * within the same one), and for another millisecond of the same second only
  * the last digits change, from a table. One instance per use, so uses that

@@ -52,8 +52,8 @@ export interface StopSignal {
 
 /**
  * A batch's stop switch. It has the part of AbortController a batch uses,
- * without EventTarget's cost: an AbortController with one listener costs
- * about 6 µs on Node 20, and every batch has one.
+ * without EventTarget's cost, which an AbortController with one listener
+ * pays per batch (docs/performance.md), and every batch has one.
  */
 export class StopSwitch implements StopSignal {
   #aborted = false

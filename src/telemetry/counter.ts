@@ -28,8 +28,8 @@ const SEP = '\u0000'
 /**
  * A Prometheus counter for the batch path: counting is a Map lookup by the
  * label values and an addition, read by prom-client's registry at scrape
- * time (prom-client's Counter hashes the label object on every update,
- * several µs per call under load). It is exported as a prom-client Counter
+ * time (prom-client's Counter hashes the label object on every update; see
+ * docs/performance.md). It is exported as a prom-client Counter
  * with the same name, labels and counts is (a test holds the two together).
  *
  * A series exists from `zero` (or its first `inc`) on, so a rate or an

@@ -44,8 +44,8 @@ export interface FastHistogramConfig {
  * the same name, buckets and observations is (a test holds the two
  * together), but observing is a Map lookup by the label value and a scan of
  * the bounds: prom-client hashes the label set and looks its bucket up by
- * the bound on every observation, about 0.3 µs, a few times that under load,
- * which made metrics about 8% of a 10-call batch's time in the engine.
+ * the bound on every observation, which made metrics a visible share of a
+ * batch's time in the engine (figures: docs/performance.md).
  */
 export class FastHistogram {
   readonly name: string
