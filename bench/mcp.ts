@@ -4,7 +4,10 @@
  * its own process (its CPU is not counted). toolgate's side is a whole
  * one-call batch through the app (routing, preparation, scheduling, the
  * tools/call on its one connection, the answer), in process; the direct
- * side is `client.callTool`. Rounds interleave the two; CPU µs per call.
+ * side is `client.callTool`. Between the two, toolgate's MCP executor alone
+ * (the imported tool's `send`, as the batch calls it): what the MCP side of
+ * toolgate costs beyond the SDK, the rest of the batch being what any batch
+ * costs. Rounds interleave the three; CPU µs per call.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
@@ -17,7 +20,19 @@ import { defaultConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
 import { median } from './stats.js'
 
-export interface McpCallCost { toolgateUs: number, directUs: number, ratio: number, calls: number }
+export interface McpCallCost {
+  /** A one-call batch through the app. */
+  toolgateUs: number
+  /** toolgate's MCP executor alone: the imported tool's send. */
+  executorUs: number
+  /** The SDK client's callTool. */
+  directUs: number
+  /** toolgateUs / directUs. */
+  ratio: number
+  /** executorUs / directUs. */
+  executorRatio: number
+  calls: number
+}
 
 const require = createRequire(import.meta.url)
 
@@ -26,7 +41,7 @@ function cpuUs (): number {
   return u.user + u.system
 }
 
-export async function measureMcpCall (iterations: number, rounds: number): Promise<Omit<McpCallCost, 'ratio'>> {
+export async function measureMcpCall (iterations: number, rounds: number): Promise<Omit<McpCallCost, 'ratio' | 'executorRatio'>> {
   const bin = join(dirname(require.resolve('@modelcontextprotocol/server-filesystem/package.json')), 'dist/index.js')
   const dir = await mkdtemp(join(tmpdir(), 'toolgate-bench-mcp-'))
   const server = { command: process.execPath, args: [bin, dir], stderr: 'ignore' as const }
@@ -44,17 +59,28 @@ export async function measureMcpCall (iterations: number, rounds: number): Promi
     const direct = async (): Promise<void> => {
       await client.callTool({ name: 'list_allowed_directories', arguments: {} })
     }
+    const tool = app.services.tools.resolve('files.list_allowed_directories')
+    const executor = tool?.executor.via
+    if (tool == null || executor === undefined) throw new Error('the MCP tool was not imported')
+    const call = { id: 'c', arguments: {}, tool }
+    // The MCP executor reads none of the HTTP side of the context: the tool's own executor stands in for it.
+    const context = { runId, batchId: 'bench', bodyPrefix: '', http: executor }
+    const viaExecutor = async (): Promise<void> => {
+      const answer = await executor.send(context, call, 'bench-operation', undefined, undefined)
+      if (answer.kind !== 'tool_result') throw new Error(`the MCP executor answered ${answer.kind}`)
+    }
     const tg: number[] = []
+    const ex: number[] = []
     const dc: number[] = []
     // Round 0 warms the JIT and is not kept.
     for (let round = 0; round <= rounds; round++) {
-      for (const [fn, out] of [[viaToolgate, tg], [direct, dc]] as const) {
+      for (const [fn, out] of [[viaToolgate, tg], [viaExecutor, ex], [direct, dc]] as const) {
         const t0 = cpuUs()
         for (let i = 0; i < iterations; i++) await fn()
         if (round > 0) out.push((cpuUs() - t0) / iterations)
       }
     }
-    return { toolgateUs: median(tg), directUs: median(dc), calls: iterations }
+    return { toolgateUs: median(tg), executorUs: median(ex), directUs: median(dc), calls: iterations }
   } finally {
     await client.close().catch(() => {})
     await app.close()

@@ -93,6 +93,7 @@ export function markdown (r: BenchResults): string {
   }
   if (r.mcp !== undefined) {
     out.push(`| one MCP tools/call, CPU of the calling process (filesystem server over stdio) | ${n(r.mcp.toolgateUs)} µs (a one-call batch) | ${n(r.mcp.directUs)} µs (the SDK client's callTool) | ${n(r.mcp.ratio)} | |`)
+    out.push(`| the same call through toolgate's MCP executor alone (the batch's dispatch step) | ${n(r.mcp.executorUs)} µs | ${n(r.mcp.directUs)} µs (callTool) | ${n(r.mcp.executorRatio)} | |`)
   }
   const mem = r.memory
   out.push(`| memory per idle run (RSS growth over ${mem.runs.toLocaleString('en-US')} runs; heap ${n(mem.toolgateHeapBytesPerRun)} B) | ` +

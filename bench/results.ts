@@ -135,7 +135,7 @@ export interface BenchResults {
   }
   preparation: Array<{ name: string, toolgateUs: number, referenceUs: number, ratio: number, target: number }>
   /** CPU of this process per call: a one-call batch to an MCP tool through toolgate, and the SDK's callTool to the same server. */
-  mcp: { toolgateUs: number, directUs: number, ratio: number, calls: number }
+  mcp: { toolgateUs: number, executorUs: number, directUs: number, ratio: number, executorRatio: number, calls: number }
   memory: {
     runs: number
     method: string

@@ -117,7 +117,7 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
       makespan,
       safety,
       preparation: prep.map((c) => ({ ...c, toolgateUs: sig(c.toolgateUs), referenceUs: sig(c.referenceUs), ratio: sig(c.toolgateUs / c.referenceUs), target: TARGETS.prepUs })),
-      mcp: { ...mcp, toolgateUs: sig(mcp.toolgateUs), directUs: sig(mcp.directUs), ratio: sig(mcp.toolgateUs / mcp.directUs) },
+      mcp: { ...mcp, toolgateUs: sig(mcp.toolgateUs), executorUs: sig(mcp.executorUs), directUs: sig(mcp.directUs), ratio: sig(mcp.toolgateUs / mcp.directUs), executorRatio: sig(mcp.executorUs / mcp.directUs) },
       memory: {
         runs: own.runs,
         method: 'RunService.create into a MemoryStore, in a fresh process (--expose-gc), no HTTP',
