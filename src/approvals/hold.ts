@@ -10,10 +10,10 @@ import type { BatchEvent, CallResult } from '../batch/types.js'
 import { round } from '../events/recorder.js'
 import type { PreparationOutcome } from '../prepare/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { holds } from '../store/types.js'
+import { hold } from '../runs/transitions.js'
 import type { ObserverList } from '../telemetry/types.js'
 import type { Tool } from '../tools/types.js'
-import { type PendingApproval, WAITING_OWNER, type WaitingBatch } from './types.js'
+import type { PendingApproval, WaitingBatch } from './types.js'
 import { announceHeld, heldIndexes, pendingApprovals, toWaiting } from './waiting.js'
 
 export interface HoldContext {
@@ -63,13 +63,8 @@ export async function holdBatch (ctx: HoldContext, outcomes: readonly Preparatio
     events: [...ctx.events]
   })
   const announced = announceHeld(waiting)
-  const stored = await deps.store.updateRun(req.runId, (r) => {
-    if (r.state !== 'active' || !holds(r, deps.replicaId, req.batchId)) return null
-    r.waiting = waiting
-    r.inFlight = { batchId: req.batchId, owner: WAITING_OWNER, leaseExpiresAt: waiting.expiresAt + settings.graceMs }
-    return { state: r.state }
-  })
-  if (!stored.found || stored.value === null) return null
+  const stored = await deps.store.updateRun(req.runId, (r) => hold(r, waiting, deps.replicaId, settings.graceMs))
+  if (!stored.found || !stored.value) return null
   for (const e of announced) req.onEvent?.(e)
   const durationMs = performance.now() - ctx.startedAt
   ctx.observer.batchCompleted('awaiting_approval', durationMs)
@@ -96,7 +91,7 @@ export function awaitingResponse (runId: string, w: WaitingBatch, run: Pick<RunR
     const { id, name: requestedName } = w.calls[index]!
     // Only the name of the tool shows in a rejection's result.
     const tool = o.tool === null ? null : { name: o.tool } as Tool
-    results.push(rejectedResult({ ok: false, index, id, requestedName, tool, reason: o.reason, message: o.message, arguments: o.arguments }))
+    results.push(rejectedResult({ id, requestedName, tool, reason: o.reason, message: o.message }))
   })
   return {
     runId,

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import { holdBatch } from '../approvals/hold.js'
-import { deniedResult, recordDecisions } from '../approvals/results.js'
+import { recordDecisions } from '../approvals/results.js'
 import { executorBodyPrefix } from '../dispatch/executor-body.js'
 import { type EventRecorder, round } from '../events/recorder.js'
 import { IsoTime } from '../events/iso-time.js'
@@ -11,6 +11,8 @@ import type { CanonicalText } from '../repeat/fingerprint.js'
 import type { LoopTerminationReason } from '../repeat/loops.js'
 import { policyMessage } from '../repeat/tracker.js'
 import { terminateByTimeout } from '../runs/deadline.js'
+import { releaseWithAnswer } from '../runs/lease.js'
+import { dropWaiting, terminate } from '../runs/transitions.js'
 import { addStats, emptyStats } from '../runs/stats.js'
 import type { RunRecord, RunStats, TerminationReason } from '../runs/types.js'
 import { planEpochs } from '../schedule/plan.js'
@@ -26,11 +28,11 @@ import { type ActionContext, type ActionOutcome, dispatchAction } from './dispat
 import { type DispatchContext, dispatchPlain } from './dispatch-call.js'
 import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
 import type { IdentifiedCalls } from './identify-calls.js'
-import { blockedResult, cancelledResult, rejectedResult, terminatedResult } from './results.js'
+import { blockedResult, callResult, cancelledResult, deniedResult, rejectedResult, terminatedResult, uncertainBlockedResult } from './results.js'
 import type { BatchRecord } from '../store/types.js'
 import type { BatchResponse, CallResult, PolicyMessage } from './types.js'
 import type { UncertainChange } from '../uncertain/admission.js'
-import { batchChange, blockedByUncertainty, blockers, recordChange } from '../uncertain/batch.js'
+import { batchChange, blockers, recordChange } from '../uncertain/batch.js'
 import { retryAction } from '../uncertain/retry-action.js'
 import type { HeldBack } from '../uncertain/types.js'
 
@@ -199,7 +201,7 @@ export class BatchRun implements RunnerHooks {
           settled = deniedResult(o, approval)
         } else if (o.ok && held?.kind === 'blocked') {
           stats.blockedCalls++
-          settled = blockedByUncertainty(o, held.by)
+          settled = uncertainBlockedResult(o, held.by)
         } else if (o.ok) {
           dispatchable.push(o)
           this.#prepared[i] = o
@@ -316,8 +318,7 @@ export class BatchRun implements RunnerHooks {
       details.epoch = s.epoch
       details.durationMs = round(s.durationMs)
       details.startedAt = START_TIMES.at(s.startedAt)
-      if (call.tool.name !== call.requestedName) details.tool = call.tool.name
-      result = { callId: call.id, name: call.requestedName, status: value.status, content: value.content, isError: value.isError, details }
+      result = callResult(call, value.status, value.content, details, value.isError)
       if (value.status === 'projection_failed') {
         this.#closed = true
         stats.projectionFailures++
@@ -371,7 +372,7 @@ export class BatchRun implements RunnerHooks {
       // Nothing this batch does ends the run, so no event depends on the run as stored: its last
       // changes to the run, its answer and the release of its lease are one atomic step.
       this.#recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
-      stored = await store.completeBatch(req.runId, this.#deps.replicaId, (r) => {
+      stored = await releaseWithAnswer(store, req.runId, this.#deps, (r) => {
         closing = this.#close(r, null, change)
         responseJson = this.#respond(closing)
         return this.#record(responseJson)
@@ -383,7 +384,7 @@ export class BatchRun implements RunnerHooks {
       if (closing?.terminatedNow === true) observer.runTerminated(ending)
       this.#recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
       responseJson = this.#respond(closing ?? GONE)
-      stored = await store.completeBatch(req.runId, this.#deps.replicaId, this.#record(responseJson))
+      stored = await releaseWithAnswer(store, req.runId, this.#deps, this.#record(responseJson))
     }
     if (closing === undefined) responseJson = this.#respond(GONE)
     const state = closing ?? GONE
@@ -403,15 +404,9 @@ export class BatchRun implements RunnerHooks {
   /** Inside the run's atomic update: the batch's last changes to its run (uncertainties, termination, summaries, loop state). */
   #close (r: RunRecord, ending: TerminationReason | null, change: UncertainChange): Closing {
     const kept = recordChange(r, change)
-    let terminatedNow = false
-    if (ending !== null && r.state === 'active') {
-      r.state = 'terminated'
-      r.terminationReason = ending
-      terminatedNow = true
-    }
+    const terminatedNow = ending !== null && terminate(r, ending)
     r.stats = addStats(r.stats ?? emptyStats(), this.#stats)
-    // Its answer is about to be stored: a batch that waited for approvals leaves the record.
-    if (r.waiting?.batchId === this.#req.batchId) r.waiting = null
+    dropWaiting(r, this.#req.batchId)
     this.#loops?.save(r)
     return { state: r.state, terminationReason: r.terminationReason, terminatedNow, uncertain: kept }
   }

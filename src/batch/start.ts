@@ -13,6 +13,7 @@ import type { PreparationOutcome, RawCall } from '../prepare/types.js'
 import { type CanonicalText, canonicalText } from '../repeat/fingerprint.js'
 import { callFingerprint } from '../repeat/ignore.js'
 import type { LoopState } from '../repeat/loops.js'
+import { terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../runs/types.js'
 import type { ToolLookup } from '../tools/types.js'
 import { weighCalls } from '../uncertain/batch.js'
@@ -111,9 +112,6 @@ export function admitInto (r: RunRecord, batchId: string, prepared: Prepared): A
   const held = weighCalls(r.uncertain, outcomes, fingerprints)
   r.repeat = a.repeat
   r.counters.toolCalls = from.toolCalls + a.admitted
-  if (a.termination !== null) {
-    r.state = 'terminated'
-    r.terminationReason = a.termination.reason
-  }
+  if (a.termination !== null) terminate(r, a.termination.reason)
   return { verdict: a, loopStart, held }
 }
