@@ -1,27 +1,23 @@
-import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../approvals/hold.js'
 import type { WaitingBatch } from '../approvals/types.js'
-import { restoreOutcomes } from '../approvals/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
-import { EventRecorder } from '../events/recorder.js'
-import { canonicalText } from '../repeat/fingerprint.js'
 import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
-import { LeaseKeeper, leased, releaseAfterFailure, takeLease } from '../runs/lease.js'
+import { LeaseKeeper, leased, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../runs/types.js'
-import { StopSwitch } from '../schedule/types.js'
 import type { BatchIdEntry } from '../store/types.js'
-import type { BatchInfo } from '../telemetry/types.js'
-import { ObserverList } from '../telemetry/types.js'
-import { heldIndexes } from '../approvals/waiting.js'
-import { BatchRun, type Early } from './batch-run.js'
+import { loadWaiting, runBatch } from './coordinator.js'
 import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
 import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
-import { admitInto, preparableFirst, prepareCalls, sameTools } from './start.js'
+import { admitInto } from './phases/admit.js'
+import { mayHold } from './phases/hold.js'
+import { preparableFirst, prepareCalls, sameTools } from './phases/prepare.js'
+import { type Admitted, newBatchState } from './state.js'
 import type { BatchEvent } from './types.js'
 
-type Begin =
+/** What the step that starts a batch found: it started (the lease taken), or why not. */
+type Start =
   | { kind: 'started', run: RunRecord, turn: number, waiting?: WaitingBatch }
   | { kind: 'replay' }
   /** The batch waits for approvals: a resend answers where it stands. */
@@ -36,9 +32,11 @@ type Begin =
 export interface TakenUp<T> { value: T, start: boolean, waiting: WaitingBatch, run: RunRecord }
 
 /**
- * Runs batches: lease the run, prepare every call, admit them against the
- * run's repeat streak and limits, run the epochs, and answer one result per
- * call in source order. One instance per process.
+ * Starts batches and hands them to the coordinator (`coordinator.ts`): a
+ * new batch records its id and takes the run's lease in one atomic update
+ * (prepared before it and admitted in it when it may be); a batch whose
+ * replica died runs again; a batch held for approvals is loaded from its
+ * run when it is taken up. One instance per process.
  */
 export class BatchEngine {
   readonly #deps: EngineDeps
@@ -82,38 +80,44 @@ export class BatchEngine {
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
     // Prepared before the lease when it may be, so that admission goes in the lease's own step.
     const allowed = this.#allowedTools.get(req.runId) ?? null
-    const prepared = preparableFirst(this.#deps, req, this.#deps.tools) ? await prepareCalls(this.#deps, req, calls, allowed) : undefined
-    let early: Early | undefined
+    const prepared = preparableFirst(this.#deps, req.calls, this.#deps.tools) ? await prepareCalls(this.#deps, req, calls, allowed) : undefined
+    let preparedFits = false
+    let admitted: Admitted | undefined
     let tools: readonly string[] | null = null
-    const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => {
-      early = undefined
-      const begin = this.#begin(run, entry, req, requestHash, tokens)
+    const stepped = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => {
+      preparedFits = false
+      admitted = undefined
+      const start = this.#start(run, entry, req, requestHash, tokens)
       tools = run.options.tools
       // Prepared for another tool list than the run's (a run created again under its id): prepared again after.
-      if (begin.kind !== 'started' || prepared === undefined || !sameTools(tools, allowed)) return begin
-      early = { prepared }
-      // A batch with a call to approve is held before admission (src/approvals).
-      if (this.#deps.approvals === undefined || heldIndexes(prepared.outcomes).length === 0) early.admitted = admitInto(run, req.batchId, prepared)
-      return begin
+      if (start.kind !== 'started' || prepared === undefined || !sameTools(tools, allowed)) return start
+      preparedFits = true
+      // A batch with a call to approve is held before admission (the hold phase).
+      if (!mayHold(this.#deps, prepared.outcomes)) admitted = admitInto(run, req.batchId, prepared)
+      return start
     })
-    this.#noteTools(req.runId, begun.found ? tools : null)
-    const begin: Begin = begun.found ? begun.value : { kind: 'not_found' }
-    switch (begin.kind) {
+    this.#noteTools(req.runId, stepped.found ? tools : null)
+    const start: Start = stepped.found ? stepped.value : { kind: 'not_found' }
+    switch (start.kind) {
       case 'not_found':
       case 'busy':
       case 'reused':
       case 'not_active':
-        if (begin.kind === 'not_active' && begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId, req.reqId)
-        throw refusal(begin, req)
+        if (start.kind === 'not_active' && start.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, start.reason!, req.batchId, req.reqId)
+        throw refusal(start, req)
       case 'waiting':
-        return { body: begin.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
+        return { body: start.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
         if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
         return await this.#resume(req, calls)
       }
-      case 'started':
-        return await this.#run(req, begin.run, begin.turn, calls, early)
+      case 'started': {
+        const state = newBatchState(req, start.run, start.turn, calls)
+        if (preparedFits) state.prepared = prepared
+        if (admitted !== undefined) state.admitted = admitted
+        return await runBatch(this.#deps, this.#leases, start.run, state, req)
+      }
     }
   }
 
@@ -134,7 +138,7 @@ export class BatchEngine {
    * action is sent twice.
    */
   async #resume (req: BatchRequest, calls: IdentifiedCalls): Promise<BatchAnswer> {
-    const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Begin, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
+    const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Start, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
       ownedRun(run, req.tenant, req.runId)
       const now = Date.now()
       if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
@@ -145,11 +149,12 @@ export class BatchEngine {
       if (run.waiting?.batchId === req.batchId) return { kind: 'started', run, turn: run.waiting.turn, waiting: structuredClone(run.waiting) }
       return { kind: 'started', run, turn: run.counters.turns }
     })
-    const begin = resumed.found ? resumed.value : { kind: 'not_found' as const }
-    if (begin.kind === 'waiting') return { body: begin.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
-    if (begin.kind === 'started' && begin.waiting !== undefined) return await this.#runWaiting(begin.run, begin.waiting, req.onEvent, req.signal)
-    if (begin.kind === 'started') return await this.#run(req, begin.run, begin.turn, calls)
-    throw refusal(begin, req)
+    const start = resumed.found ? resumed.value : { kind: 'not_found' as const }
+    if (start.kind === 'waiting') return { body: start.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
+    if (start.kind !== 'started') throw refusal(start, req)
+    const state = start.waiting !== undefined ? loadWaiting(this.#deps, start.run, start.waiting) : newBatchState(req, start.run, start.turn, calls)
+    // Loaded after approvals, it runs as when a decision takes it up: this resend's ids and trace context are not passed on.
+    return await runBatch(this.#deps, this.#leases, start.run, state, start.waiting !== undefined ? { onEvent: req.onEvent, signal: req.signal } : req)
   }
 
   /**
@@ -176,24 +181,13 @@ export class BatchEngine {
     return rest
   }
 
-  /** Runs a waiting batch this replica took up (`takeUpWaiting` answered `start`): its completed answer. */
+  /** Runs a waiting batch this replica took up (`takeUpWaiting` answered `start`), from its stored state: its completed answer. */
   async runTaken (taken: TakenUp<unknown>, onEvent?: (event: BatchEvent) => void): Promise<BatchAnswer> {
-    return await this.#runWaiting(taken.run, taken.waiting, onEvent)
-  }
-
-  /** Runs a batch taken up after it waited, from its stored calls and decisions; the caller took the lease. */
-  async #runWaiting (run: RunRecord, w: WaitingBatch, onEvent?: (event: BatchEvent) => void, signal?: AbortSignal): Promise<BatchAnswer> {
-    const approvals = restoreOutcomes(w, this.#deps.tools)
-    const req: BatchRequest = { runId: run.runId, tenant: run.tenant, scopes: new Set(w.scopes), batchId: w.batchId, calls: w.calls, approvals }
-    if (w.format !== undefined) req.format = w.format
-    if (onEvent !== undefined) req.onEvent = onEvent
-    if (signal !== undefined) req.signal = signal
-    const calls: IdentifiedCalls = { requestHash: w.requestHash, argumentTexts: approvals.outcomes.map((o) => canonicalText(o.arguments ?? null)) }
-    return await this.#run(req, run, w.turn, calls)
+    return await runBatch(this.#deps, this.#leases, taken.run, loadWaiting(this.#deps, taken.run, taken.waiting), { onEvent })
   }
 
   /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
-  #begin (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Begin {
+  #start (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Start {
     ownedRun(run, req.tenant, req.runId)
     const now = Date.now()
     const known = entry.requestHash
@@ -223,44 +217,17 @@ export class BatchEngine {
     takeLease(run, req.batchId, this.#deps, now)
     return { kind: 'started', run, turn: run.counters.turns }
   }
-
-  async #run (req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls, early?: Early): Promise<BatchAnswer> {
-    const { store, telemetry } = this.#deps
-    const t0 = performance.now()
-    const controller = new StopSwitch()
-    this.#leases.keep(run, { controller, batchId: req.batchId })
-    const onClientGone = (): void => controller.abort('client_gone')
-    req.signal?.addEventListener('abort', onClientGone, { once: true })
-    if (req.signal?.aborted === true) controller.abort('client_gone')
-    const recorder = new EventRecorder(run.options.events, req.onEvent)
-    if (req.approvals !== undefined) recorder.continueFrom(req.approvals.events)
-    const info: BatchInfo = { runId: req.runId, batchId: req.batchId, tenant: req.tenant, reqId: req.reqId, keyName: req.keyName, turn, calls: req.calls.length, mode: run.options.toolExecution }
-    // The caller's trace context, when it sent one, continues in the batch's spans.
-    if (req.traceparent !== undefined) info.traceparent = req.traceparent
-    if (req.tracestate !== undefined) info.tracestate = req.tracestate
-    const observer = new ObserverList([recorder, telemetry.observeBatch(info)])
-    try {
-      return await new BatchRun(this.#deps, req, run, turn, calls, controller, recorder, observer, early).execute()
-    } catch (err) {
-      observer.batchCompleted('error', performance.now() - t0)
-      await releaseAfterFailure(store, req.runId, req.batchId)
-      throw err
-    } finally {
-      req.signal?.removeEventListener('abort', onClientGone)
-      this.#leases.release(req.runId)
-    }
-  }
 }
 
 /** Most runs whose tool list is kept here. */
 const MAX_TOOL_LISTS = 10_000
 
 /** The problem a batch that does not start answers. */
-function refusal (begin: Exclude<Begin, { kind: 'started' | 'replay' | 'waiting' }>, req: BatchRequest): ProblemError {
-  switch (begin.kind) {
+function refusal (start: Exclude<Start, { kind: 'started' | 'replay' | 'waiting' }>, req: BatchRequest): ProblemError {
+  switch (start.kind) {
     case 'not_found': return runNotFound(req.runId)
     case 'busy': return new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
     case 'reused': return new ProblemError('batch_id_reused', `Batch ${req.batchId} was sent before with other calls.`)
-    case 'not_active': return new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
+    case 'not_active': return new ProblemError('run_not_active', `The run is not active (${start.reason ?? 'unknown'}).`, { terminationReason: start.reason })
   }
 }

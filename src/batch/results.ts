@@ -70,3 +70,8 @@ export function deniedResult (call: AnsweredCall, decision: Decision): CallResul
     : errorContent('denied', message, decision.reason === undefined ? {} : { reason: decision.reason })
   return callResult(call, 'denied', content, { reason: expired ? 'approval_expired' : 'denied' })
 }
+
+/** Why a call did not succeed, for spans and logs: a reason code, a cause or an HTTP status. */
+export function reasonOf (d: CallDetails): string | undefined {
+  return d.reason ?? d.cause ?? (d.httpStatus !== undefined && d.httpStatus >= 300 ? String(d.httpStatus) : undefined)
+}
