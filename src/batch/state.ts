@@ -1,12 +1,13 @@
 /**
  * A started batch between its phases (prepare, hold, admit, execute,
- * answer): what each phase reads and leaves for the next. The coordinator
- * (`coordinator.ts`) creates it when a batch starts, or loads it from the
- * run's waiting batch when one is taken up after approvals, and runs the
- * phase it names next. It is data only; what exists only while the batch
- * runs in this process (its stop switch, observers, detectors) is its
- * `BatchRuntime`. The hold phase stores it, as the run's `WaitingBatch`
- * (`src/approvals/types.ts`), which names tools rather than holding them.
+ * answer): what each phase reads and leaves for the next. The engine creates
+ * it when a batch starts (`newBatchState`); the coordinator
+ * (`coordinator.ts`) loads it from the run's waiting batch when one is taken
+ * up after approvals, and runs the phase it names next. It is data, no
+ * behaviour; what exists only while the batch runs in this process (its stop
+ * switch, observers, detectors) is its `BatchRuntime`. The hold phase stores
+ * it as the run's `WaitingBatch` (`src/approvals/types.ts`): plain JSON,
+ * tools named rather than held, scopes as a list.
  */
 import type { RestoredApprovals } from '../approvals/waiting.js'
 import type { LoopState, LoopTerminationReason } from '../repeat/loops.js'
