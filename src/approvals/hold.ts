@@ -1,31 +1,14 @@
 /**
- * The hold phase of a batch (SPEC section 13): once every call is prepared,
- * a batch with a prepared call that requires approval is not run; it is
- * kept in its run's record, atomically with the run, and answered 202.
+ * What a batch held for approvals answers while it waits (SPEC section 13):
+ * the batch request's 202, a resend's, the batch resource's. The hold
+ * itself is a phase of the batch (src/batch/phases/hold.ts).
  */
-import { performance } from 'node:perf_hooks'
-import type { BatchAnswer, BatchRequest, EngineDeps } from '../batch/engine-types.js'
 import { rejectedResult } from '../batch/results.js'
 import type { BatchEvent, CallResult } from '../batch/types.js'
-import { round } from '../events/recorder.js'
-import type { PreparationOutcome } from '../prepare/types.js'
 import type { RunRecord } from '../runs/types.js'
-import { holds } from '../store/types.js'
-import type { ObserverList } from '../telemetry/types.js'
 import type { Tool } from '../tools/types.js'
-import { type PendingApproval, WAITING_OWNER, type WaitingBatch } from './types.js'
-import { announceHeld, heldIndexes, pendingApprovals, toWaiting } from './waiting.js'
-
-export interface HoldContext {
-  deps: EngineDeps
-  req: BatchRequest
-  turn: number
-  requestHash: string
-  /** The batch's host-visible events so far. */
-  events: readonly BatchEvent[]
-  observer: ObserverList
-  startedAt: number
-}
+import type { PendingApproval, WaitingBatch } from './types.js'
+import { pendingApprovals } from './waiting.js'
 
 /** The answer to a batch while it waits: section 4's answer with `state`, the rejections and the pending approvals. */
 export interface AwaitingResponse {
@@ -39,47 +22,6 @@ export interface AwaitingResponse {
   policyMessages: []
   continue: true
   run: { state: string, terminationReason?: string }
-}
-
-/**
- * Holds the batch when a prepared call of it requires approval: stores it
- * as the run's waiting batch, with the run's lease passed to no replica, and
- * answers 202. Null when nothing is held, or when the run left `active` or
- * the lease was lost meanwhile: the batch then goes on as any batch does.
- */
-export async function holdBatch (ctx: HoldContext, outcomes: readonly PreparationOutcome[]): Promise<BatchAnswer | null> {
-  const { deps, req } = ctx
-  const settings = deps.approvals
-  if (settings === undefined || heldIndexes(outcomes).length === 0) return null
-  const waiting = toWaiting({
-    batchId: req.batchId,
-    requestHash: ctx.requestHash,
-    turn: ctx.turn,
-    scopes: req.scopes,
-    format: req.format,
-    now: settings.now(),
-    ttlMs: settings.ttlMs,
-    outcomes,
-    events: [...ctx.events]
-  })
-  const announced = announceHeld(waiting)
-  const stored = await deps.store.updateRun(req.runId, (r) => {
-    if (r.state !== 'active' || !holds(r, deps.replicaId, req.batchId)) return null
-    r.waiting = waiting
-    r.inFlight = { batchId: req.batchId, owner: WAITING_OWNER, leaseExpiresAt: waiting.expiresAt + settings.graceMs }
-    return { state: r.state }
-  })
-  if (!stored.found || stored.value === null) return null
-  for (const e of announced) req.onEvent?.(e)
-  const durationMs = performance.now() - ctx.startedAt
-  ctx.observer.batchCompleted('awaiting_approval', durationMs)
-  const body = awaitingResponse(req.runId, waiting, { state: 'active', terminationReason: null })
-  return {
-    body: JSON.stringify(body),
-    replayed: false,
-    status: 202,
-    log: { runId: req.runId, batchId: req.batchId, turn: ctx.turn, calls: outcomes.length, outcome: 'awaiting_approval', held: body.approvals.length, durationMs: round(durationMs) }
-  }
 }
 
 /** A run's batch `batchId` as it stands while it waits for approvals; undefined when it does not wait. */
@@ -96,7 +38,7 @@ export function awaitingResponse (runId: string, w: WaitingBatch, run: Pick<RunR
     const { id, name: requestedName } = w.calls[index]!
     // Only the name of the tool shows in a rejection's result.
     const tool = o.tool === null ? null : { name: o.tool } as Tool
-    results.push(rejectedResult({ ok: false, index, id, requestedName, tool, reason: o.reason, message: o.message, arguments: o.arguments }))
+    results.push(rejectedResult({ id, requestedName, tool, reason: o.reason, message: o.message }))
   })
   return {
     runId,

@@ -1,22 +1,6 @@
-import { errorContent } from '../batch/content.js'
 import type { CallResult } from '../batch/types.js'
-import type { PreparationOutcome } from '../prepare/types.js'
 import type { RunStats } from '../runs/types.js'
 import type { Decision } from './types.js'
-
-const EXPIRED_MESSAGE = 'Not run: this call needed a person\'s approval and no one decided in time. Do not assume it happened.'
-
-/** A held call a person declined, or no one decided in time: never dispatched. */
-export function deniedResult (call: PreparationOutcome, decision: Decision): CallResult {
-  const expired = decision.expired === true
-  const message = expired ? EXPIRED_MESSAGE : 'Not run: a person declined this call.'
-  const content = expired
-    ? errorContent('denied', message, { reason: 'approval_expired' })
-    : errorContent('denied', message, decision.reason === undefined ? {} : { reason: decision.reason })
-  const details: CallResult['details'] = { reason: expired ? 'approval_expired' : 'denied' }
-  if (call.tool !== null && call.tool.name !== call.requestedName) details.tool = call.tool.name
-  return { callId: call.id, name: call.requestedName, status: 'denied', content, isError: true, details }
-}
 
 /** How a decision shows in its call's `details.approval`: who (tenant and name, never a key), when, what. */
 function approvalDetails (d: Decision): Record<string, unknown> {

@@ -5,6 +5,7 @@ import type { BatchEvent } from '../batch/types.js'
 import { ProblemError } from '../errors.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
+import { ownedRun } from '../runs/transitions.js'
 import type { RunRecord } from '../runs/types.js'
 import type { Store } from '../store/types.js'
 import type { ToolLookup } from '../tools/types.js'
@@ -194,8 +195,6 @@ export class ApprovalService {
   }
 
   async #run (tenant: string, runId: string): Promise<RunRecord> {
-    const run = await this.#options.store.getRun(runId)
-    if (run === undefined || run.tenant !== tenant) throw new ProblemError('run_not_found', `No run ${runId}`)
-    return run
+    return ownedRun(await this.#options.store.getRun(runId), tenant, runId)
   }
 }

@@ -1,10 +1,8 @@
 /**
- * What the batch engine is given and answers, shared by its phases (the
- * engine, a started batch's run, the hold for approvals) so none of them
- * imports another for its types.
+ * What the batch engine is given and answers, shared by the engine, the
+ * coordinator and the phases so none of them imports another for its types.
  */
 import type { ApprovalSettings } from '../approvals/types.js'
-import type { RestoredApprovals } from '../approvals/waiting.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
@@ -16,6 +14,7 @@ import type { ToolLookup } from '../tools/types.js'
 import type { UncertainWrites } from '../uncertain/service.js'
 import type { BatchEvent } from './types.js'
 
+/** What the engine is built with, and hands every phase. */
 export interface EngineDeps {
   store: Store
   tools: ToolLookup
@@ -39,6 +38,7 @@ export interface EngineDeps {
   approvals?: ApprovalSettings
 }
 
+/** A batch as its request brings it. */
 export interface BatchRequest {
   runId: string
   tenant: string
@@ -65,8 +65,6 @@ export interface BatchRequest {
   /** The caller's W3C trace context, continued by the batch's spans. */
   traceparent?: string
   tracestate?: string
-  /** A batch taken up after it waited for approvals: its calls as prepared, and the decisions on them. */
-  approvals?: RestoredApprovals
 }
 
 /** What `execute` answers: the response as JSON text, and what the request's log line says of the batch. */

@@ -1,25 +1,23 @@
-import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../approvals/hold.js'
 import type { WaitingBatch } from '../approvals/types.js'
-import { hasPending, restoreOutcomes } from '../approvals/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
-import { EventRecorder } from '../events/recorder.js'
-import { canonicalText } from '../repeat/fingerprint.js'
 import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
+import { LeaseKeeper, leased, takeLease } from '../runs/lease.js'
+import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../runs/types.js'
-import { StopSwitch } from '../schedule/types.js'
-import { type BatchIdEntry, holds } from '../store/types.js'
-import type { BatchInfo } from '../telemetry/types.js'
-import { ObserverList } from '../telemetry/types.js'
-import { heldIndexes } from '../approvals/waiting.js'
-import { BatchRun, type Early } from './batch-run.js'
+import type { BatchIdEntry } from '../store/types.js'
+import { loadWaiting, runBatch } from './coordinator.js'
 import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
 import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
-import { admitInto, preparableFirst, prepareCalls, sameTools } from './start.js'
+import { admitInto } from './phases/admit.js'
+import { mayHold } from './phases/hold.js'
+import { preparableFirst, prepareCalls, sameTools } from './phases/prepare.js'
+import { type Admitted, newBatchState } from './state.js'
 import type { BatchEvent } from './types.js'
 
-type Begin =
+/** What the step that starts a batch found: it started (the lease taken), or why not. */
+type Start =
   | { kind: 'started', run: RunRecord, turn: number, waiting?: WaitingBatch }
   | { kind: 'replay' }
   /** The batch waits for approvals: a resend answers where it stands. */
@@ -33,48 +31,44 @@ type Begin =
 /** A waiting batch after `takeUpWaiting`'s step: `start` when this replica took its lease and must run it. */
 export interface TakenUp<T> { value: T, start: boolean, waiting: WaitingBatch, run: RunRecord }
 
-/** A running batch's cancel switch. */
-interface Control { controller: StopSwitch, batchId: string }
-
 /**
- * Runs batches: lease the run, prepare every call, admit them against the
- * run's repeat streak and limits, run the epochs, and answer one result per
- * call in source order. One instance per process.
+ * Starts batches and hands them to the coordinator (`coordinator.ts`): a
+ * new batch records its id and takes the run's lease in one atomic update
+ * (prepared before it and admitted in it when it may be); a batch whose
+ * replica died runs again; a batch held for approvals is loaded from its
+ * run when it is taken up. One instance per process.
  */
 export class BatchEngine {
   readonly #deps: EngineDeps
-  readonly #controls = new Map<string, Control>()
+  /** The batches running here, under their runs' leases. */
+  readonly #leases: LeaseKeeper
   readonly #unsubscribe: () => void
-  readonly #renewal: NodeJS.Timeout
   /** Tool lists of runs that have one, as last seen here (see #noteTools). */
   readonly #allowedTools = new Map<string, readonly string[]>()
 
   constructor (deps: EngineDeps) {
     this.#deps = deps
+    this.#leases = new LeaseKeeper(deps.store, deps)
     // A cancel published on any replica (this one included) reaches the batch wherever it runs.
     this.#unsubscribe = deps.store.onCancel((runId, reason) => { this.cancel(runId, reason) })
-    // One timer for the process renews the lease of every batch running here,
-    // every third of the lease, rather than a timer made and cleared per batch.
-    this.#renewal = setInterval(() => { this.#renewLeases() }, Math.max(MIN_RENEWAL_MS, Math.floor(deps.leaseMs / 3)))
-    this.#renewal.unref()
   }
 
   /** Stops hearing cancellations published through the store, and renewing leases. */
   close (): void {
     this.#unsubscribe()
-    clearInterval(this.#renewal)
+    this.#leases.close()
   }
 
   /** Batches running in this process. */
   get inFlight (): number {
-    return this.#controls.size
+    return this.#leases.size
   }
 
   /** Cancels the batch of a run running in this process, if any. */
   cancel (runId: string, reason: 'cancelled' | 'ended' | 'shutdown'): boolean {
-    const control = this.#controls.get(runId)
-    if (control === undefined) return false
-    control.controller.abort(reason)
+    const running = this.#leases.running(runId)
+    if (running === undefined) return false
+    running.controller.abort(reason)
     return true
   }
 
@@ -86,38 +80,44 @@ export class BatchEngine {
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
     // Prepared before the lease when it may be, so that admission goes in the lease's own step.
     const allowed = this.#allowedTools.get(req.runId) ?? null
-    const prepared = preparableFirst(this.#deps, req, this.#deps.tools) ? await prepareCalls(this.#deps, req, calls, allowed) : undefined
-    let early: Early | undefined
+    const prepared = preparableFirst(this.#deps, req.calls, this.#deps.tools) ? await prepareCalls(this.#deps, req, calls, allowed) : undefined
+    let preparedFits = false
+    let admitted: Admitted | undefined
     let tools: readonly string[] | null = null
-    const begun = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => {
-      early = undefined
-      const begin = this.#begin(run, entry, req, requestHash, tokens)
+    const stepped = await store.updateRunWithBatchId(req.runId, req.batchId, (run, entry) => {
+      preparedFits = false
+      admitted = undefined
+      const start = this.#start(run, entry, req, requestHash, tokens)
       tools = run.options.tools
       // Prepared for another tool list than the run's (a run created again under its id): prepared again after.
-      if (begin.kind !== 'started' || prepared === undefined || !sameTools(tools, allowed)) return begin
-      early = { prepared }
-      // A batch with a call to approve is held before admission (src/approvals).
-      if (this.#deps.approvals === undefined || heldIndexes(prepared.outcomes).length === 0) early.admitted = admitInto(run, req.batchId, prepared)
-      return begin
+      if (start.kind !== 'started' || prepared === undefined || !sameTools(tools, allowed)) return start
+      preparedFits = true
+      // A batch with a call to approve is held before admission (the hold phase).
+      if (!mayHold(this.#deps, prepared.outcomes)) admitted = admitInto(run, req.batchId, prepared)
+      return start
     })
-    this.#noteTools(req.runId, begun.found ? tools : null)
-    const begin: Begin = begun.found ? begun.value : { kind: 'not_found' }
-    switch (begin.kind) {
+    this.#noteTools(req.runId, stepped.found ? tools : null)
+    const start: Start = stepped.found ? stepped.value : { kind: 'not_found' }
+    switch (start.kind) {
       case 'not_found':
       case 'busy':
       case 'reused':
       case 'not_active':
-        if (begin.kind === 'not_active' && begin.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, begin.reason!, req.batchId, req.reqId)
-        throw refusal(begin, req)
+        if (start.kind === 'not_active' && start.terminatedNow) this.#deps.telemetry.runTerminated?.(req.runId, start.reason!, req.batchId, req.reqId)
+        throw refusal(start, req)
       case 'waiting':
-        return { body: begin.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
+        return { body: start.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
         if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
         return await this.#resume(req, calls)
       }
-      case 'started':
-        return await this.#run(req, begin.run, begin.turn, calls, early)
+      case 'started': {
+        const state = newBatchState(req, start.run, start.turn, calls)
+        if (preparedFits) state.prepared = prepared
+        if (admitted !== undefined) state.admitted = admitted
+        return await runBatch(this.#deps, this.#leases, start.run, state, req)
+      }
     }
   }
 
@@ -138,22 +138,23 @@ export class BatchEngine {
    * action is sent twice.
    */
   async #resume (req: BatchRequest, calls: IdentifiedCalls): Promise<BatchAnswer> {
-    const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Begin, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
-      if (run.tenant !== req.tenant) throw notFound(req.runId)
+    const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Start, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
+      ownedRun(run, req.tenant, req.runId)
       const now = Date.now()
       if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
-      if (run.inFlight !== null && run.inFlight.leaseExpiresAt > now) return { kind: 'busy' }
+      if (leased(run, now)) return { kind: 'busy' }
       if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
-      run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
+      takeLease(run, req.batchId, this.#deps, now)
       // Taken up after approvals, then its replica died: it runs again from its decisions, not from a new hold.
       if (run.waiting?.batchId === req.batchId) return { kind: 'started', run, turn: run.waiting.turn, waiting: structuredClone(run.waiting) }
       return { kind: 'started', run, turn: run.counters.turns }
     })
-    const begin = resumed.found ? resumed.value : { kind: 'not_found' as const }
-    if (begin.kind === 'waiting') return { body: begin.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
-    if (begin.kind === 'started' && begin.waiting !== undefined) return await this.#runWaiting(begin.run, begin.waiting, req.onEvent, req.signal)
-    if (begin.kind === 'started') return await this.#run(req, begin.run, begin.turn, calls)
-    throw refusal(begin, req)
+    const start = resumed.found ? resumed.value : { kind: 'not_found' as const }
+    if (start.kind === 'waiting') return { body: start.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
+    if (start.kind !== 'started') throw refusal(start, req)
+    const state = start.waiting !== undefined ? loadWaiting(this.#deps, start.run, start.waiting) : newBatchState(req, start.run, start.turn, calls)
+    // Loaded after approvals, it runs as when a decision takes it up: this resend's ids and trace context are not passed on.
+    return await runBatch(this.#deps, this.#leases, start.run, state, start.waiting !== undefined ? { onEvent: req.onEvent, signal: req.signal } : req)
   }
 
   /**
@@ -165,19 +166,13 @@ export class BatchEngine {
    * Undefined when the run has no such waiting batch.
    */
   async takeUpWaiting<T> (runId: string, batchId: string, step: (run: RunRecord, waiting: WaitingBatch) => T): Promise<TakenUp<T> | undefined> {
-    const { store, replicaId, leaseMs } = this.#deps
-    const taken = await store.updateRun(runId, (run) => {
+    const taken = await this.#deps.store.updateRun(runId, (run) => {
       const w = run.waiting
       if (w == null || w.batchId !== batchId) return undefined
       const value = step(run, w)
       const now = Date.now()
       const timedOut = applyDeadline(run, now)
-      let start = false
-      if (w.phase === 'awaiting' && (!hasPending(w) || run.state !== 'active')) {
-        w.phase = 'running'
-        run.inFlight = { batchId, owner: replicaId, leaseExpiresAt: now + leaseMs }
-        start = true
-      }
+      const start = resume(run, w, this.#deps, now)
       return { value, start, timedOut, waiting: structuredClone(w), run }
     })
     if (!taken.found || taken.value === undefined) return undefined
@@ -186,45 +181,32 @@ export class BatchEngine {
     return rest
   }
 
-  /** Runs a waiting batch this replica took up (`takeUpWaiting` answered `start`): its completed answer. */
+  /** Runs a waiting batch this replica took up (`takeUpWaiting` answered `start`), from its stored state: its completed answer. */
   async runTaken (taken: TakenUp<unknown>, onEvent?: (event: BatchEvent) => void): Promise<BatchAnswer> {
-    return await this.#runWaiting(taken.run, taken.waiting, onEvent)
-  }
-
-  /** Runs a batch taken up after it waited, from its stored calls and decisions; the caller took the lease. */
-  async #runWaiting (run: RunRecord, w: WaitingBatch, onEvent?: (event: BatchEvent) => void, signal?: AbortSignal): Promise<BatchAnswer> {
-    const approvals = restoreOutcomes(w, this.#deps.tools)
-    const req: BatchRequest = { runId: run.runId, tenant: run.tenant, scopes: new Set(w.scopes), batchId: w.batchId, calls: w.calls, approvals }
-    if (w.format !== undefined) req.format = w.format
-    if (onEvent !== undefined) req.onEvent = onEvent
-    if (signal !== undefined) req.signal = signal
-    const calls: IdentifiedCalls = { requestHash: w.requestHash, argumentTexts: approvals.outcomes.map((o) => canonicalText(o.arguments ?? null)) }
-    return await this.#run(req, run, w.turn, calls)
+    return await runBatch(this.#deps, this.#leases, taken.run, loadWaiting(this.#deps, taken.run, taken.waiting), { onEvent })
   }
 
   /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
-  #begin (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Begin {
-    // Thrown, not returned: a throw leaves another tenant's run untouched (not even its idle timer).
-    if (run.tenant !== req.tenant) throw notFound(req.runId)
+  #start (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Start {
+    ownedRun(run, req.tenant, req.runId)
     const now = Date.now()
     const known = entry.requestHash
-    const leased = run.inFlight !== null && run.inFlight.leaseExpiresAt > now
+    const busy = leased(run, now)
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
       if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
-      return leased && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay' }
+      return busy && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay' }
     }
     if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
     // A batch waiting for approvals holds the run, whatever its lease says (the sweep expires it).
-    if (leased || run.waiting?.phase === 'awaiting') return { kind: 'busy' }
+    if (busy || run.waiting?.phase === 'awaiting') return { kind: 'busy' }
     const { limits } = run.options
     let stop: TerminationReason | null = null
     if (deadlinePassed(run, now)) stop = 'timeout'
     else if (limits.maxTurns !== null && run.counters.turns + 1 > limits.maxTurns) stop = 'max_turns'
     else if (limits.maxTotalTokens !== null && run.counters.totalTokens + tokens > limits.maxTotalTokens) stop = 'max_total_tokens'
     if (stop !== null) {
-      run.state = 'terminated'
-      run.terminationReason = stop
+      terminate(run, stop)
       return { kind: 'not_active', reason: stop, terminatedNow: true }
     }
     run.counters.turns++
@@ -232,95 +214,20 @@ export class BatchEngine {
     // A batch taken up after approvals whose replica died, and never resent: this batch replaces it.
     if (run.waiting != null) run.waiting = null
     entry.requestHash = requestHash
-    run.inFlight = { batchId: req.batchId, owner: this.#deps.replicaId, leaseExpiresAt: now + this.#deps.leaseMs }
+    takeLease(run, req.batchId, this.#deps, now)
     return { kind: 'started', run, turn: run.counters.turns }
   }
-
-  async #run (req: BatchRequest, run: RunRecord, turn: number, calls: IdentifiedCalls, early?: Early): Promise<BatchAnswer> {
-    const { store, telemetry } = this.#deps
-    const t0 = performance.now()
-    const controller = new StopSwitch()
-    // Nothing starts once the lease could have passed to another replica (a pause, a store that cannot renew it).
-    if (run.inFlight !== null) controller.holdUntil(run.inFlight.leaseExpiresAt - this.#leaseMargin())
-    this.#controls.set(req.runId, { controller, batchId: req.batchId })
-    const onClientGone = (): void => controller.abort('client_gone')
-    req.signal?.addEventListener('abort', onClientGone, { once: true })
-    if (req.signal?.aborted === true) controller.abort('client_gone')
-    const recorder = new EventRecorder(run.options.events, req.onEvent)
-    if (req.approvals !== undefined) recorder.continueFrom(req.approvals.events)
-    const info: BatchInfo = { runId: req.runId, batchId: req.batchId, tenant: req.tenant, reqId: req.reqId, keyName: req.keyName, turn, calls: req.calls.length, mode: run.options.toolExecution }
-    // The caller's trace context, when it sent one, continues in the batch's spans.
-    if (req.traceparent !== undefined) info.traceparent = req.traceparent
-    if (req.tracestate !== undefined) info.tracestate = req.tracestate
-    const observer = new ObserverList([recorder, telemetry.observeBatch(info)])
-    try {
-      return await new BatchRun(this.#deps, req, run, turn, calls, controller, recorder, observer, early).execute()
-    } catch (err) {
-      observer.batchCompleted('error', performance.now() - t0)
-      // A bug must not leave the run leased forever.
-      await store.updateRun(req.runId, (r) => {
-        if (r.inFlight?.batchId === req.batchId) r.inFlight = null
-      }).catch(() => {})
-      throw err
-    } finally {
-      req.signal?.removeEventListener('abort', onClientGone)
-      this.#controls.delete(req.runId)
-    }
-  }
-
-  /** Renews the lease of every batch running in this process. */
-  #renewLeases (): void {
-    for (const [runId, control] of this.#controls) this.#renewLease(runId, control)
-  }
-
-  /**
-   * Pushes a running batch's lease on. A cancel published while this replica
-   * could not hear it still shows in the run's state; a lease another batch
-   * took over means this one must not start anything more.
-   */
-  #renewLease (runId: string, { controller, batchId }: Control): void {
-    const { store, replicaId, leaseMs } = this.#deps
-    // Counted from before the store was asked: the lease it writes lasts at least this long.
-    const asked = Date.now()
-    store.updateRun(runId, (r) => {
-      const held = holds(r, replicaId, batchId)
-      if (held) r.inFlight!.leaseExpiresAt = Date.now() + leaseMs
-      return { state: r.state, held }
-    }).then((renewed) => {
-      const state = renewed.found ? renewed.value.state : 'ended'
-      if (state === 'cancelled' || state === 'ended') controller.abort(state)
-      else if (renewed.found && !renewed.value.held) controller.abort('lease_lost')
-      else if (renewed.found) controller.holdUntil(asked + leaseMs - this.#leaseMargin())
-    }, () => { /* the next renewal retries; the lease it holds runs out meanwhile */ })
-  }
-
-  /**
-   * How long before its lease expires a batch stops starting calls: room for
-   * the clocks of two replicas to differ, and for a call started just before
-   * the expiry to be on its way. Renewals come every third of the lease.
-   */
-  #leaseMargin (): number {
-    return Math.floor(this.#deps.leaseMs / 4)
-  }
 }
-
 
 /** Most runs whose tool list is kept here. */
 const MAX_TOOL_LISTS = 10_000
 
-/** Leases are renewed every third of their length, but never more often than this. */
-const MIN_RENEWAL_MS = 100
-
 /** The problem a batch that does not start answers. */
-function refusal (begin: Exclude<Begin, { kind: 'started' | 'replay' | 'waiting' }>, req: BatchRequest): ProblemError {
-  switch (begin.kind) {
-    case 'not_found': return notFound(req.runId)
+function refusal (start: Exclude<Start, { kind: 'started' | 'replay' | 'waiting' }>, req: BatchRequest): ProblemError {
+  switch (start.kind) {
+    case 'not_found': return runNotFound(req.runId)
     case 'busy': return new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')
     case 'reused': return new ProblemError('batch_id_reused', `Batch ${req.batchId} was sent before with other calls.`)
-    case 'not_active': return new ProblemError('run_not_active', `The run is not active (${begin.reason ?? 'unknown'}).`, { terminationReason: begin.reason })
+    case 'not_active': return new ProblemError('run_not_active', `The run is not active (${start.reason ?? 'unknown'}).`, { terminationReason: start.reason })
   }
-}
-
-function notFound (runId: string): ProblemError {
-  return new ProblemError('run_not_found', `No run ${runId}`)
 }

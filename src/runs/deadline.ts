@@ -1,3 +1,4 @@
+import { terminate } from './transitions.js'
 import type { RunRecord } from './types.js'
 
 /** Whether the run has a `timeoutMs` and it has passed at `now` (epoch ms): the limit counts from the run's creation. */
@@ -23,8 +24,5 @@ export function applyDeadline (run: RunRecord, now: number): boolean {
  * ask the clock again.
  */
 export function terminateByTimeout (run: RunRecord): boolean {
-  if (run.state !== 'active') return false
-  run.state = 'terminated'
-  run.terminationReason = 'timeout'
-  return true
+  return terminate(run, 'timeout')
 }

@@ -8,6 +8,7 @@ import { newRunRecord } from './record.js'
 import { resetRepeats } from '../repeat/tracker.js'
 import { type LoopLimits, resetLoopState } from '../repeat/loops.js'
 import { applyDeadline, deadlinePassed } from './deadline.js'
+import { cancel, ownedRun, runNotFound } from './transitions.js'
 import type { RunRecord } from './types.js'
 import { type RunView, runView } from './view.js'
 
@@ -53,11 +54,10 @@ export class RunService {
    * them. A run past its timeoutMs reads as terminated by it, and is stored so.
    */
   async get (tenant: string, runId: string): Promise<RunRecord> {
-    const run = await this.#options.store.getRun(runId)
-    if (run === undefined || run.tenant !== tenant) throw notFound(runId)
+    const run = ownedRun(await this.#options.store.getRun(runId), tenant, runId)
     if (run.state !== 'active' || !deadlinePassed(run, Date.now())) return run
     const result = await this.#options.store.updateRun(runId, (r) => ({ run: r, timedOut: applyDeadline(r, Date.now()) }))
-    if (!result.found) throw notFound(runId)
+    if (!result.found) throw runNotFound(runId)
     if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     return result.value.run
   }
@@ -66,7 +66,7 @@ export class RunService {
     await this.get(tenant, runId)
     // Stored before it is published, as cancel does: the batch that hears it must find the run ended, never still active.
     const run = await this.#options.store.endRun(runId, Date.now())
-    if (run === undefined) throw notFound(runId)
+    if (run === undefined) throw runNotFound(runId)
     await this.#options.store.publishCancel(runId, 'ended').catch(() => {})
     return this.view(run)
   }
@@ -74,16 +74,12 @@ export class RunService {
   /** Cancels the batch in flight, if any, and sets the run to `cancelled`. A run already stopped is left as it is. */
   async cancel (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#options.store.updateRun(runId, (run) => {
-      // Thrown, not returned: a throw leaves another tenant's run untouched.
-      if (run.tenant !== tenant) throw notFound(runId)
+      ownedRun(run, tenant, runId)
       const timedOut = applyDeadline(run, Date.now())
-      if (run.state === 'active') {
-        run.state = 'cancelled'
-        run.terminationReason = 'cancelled'
-      }
+      cancel(run)
       return { run, timedOut }
     })
-    if (!result.found) throw notFound(runId)
+    if (!result.found) throw runNotFound(runId)
     if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     // The state is stored: a replica that misses this message sees it at its batch's next lease renewal.
     await this.#options.store.publishCancel(runId, 'cancelled').catch(() => {})
@@ -94,7 +90,7 @@ export class RunService {
   /** A genuine user message reached the model: the exact-repeat streak and every loop streak start over. */
   async message (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#options.store.updateRun(runId, (run) => {
-      if (run.tenant !== tenant) throw notFound(runId)
+      ownedRun(run, tenant, runId)
       const timedOut = applyDeadline(run, Date.now())
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut }
       run.repeat = resetRepeats()
@@ -106,15 +102,11 @@ export class RunService {
       }
       return { kind: 'ok' as const, run, timedOut }
     })
-    if (!result.found) throw notFound(runId)
+    if (!result.found) throw runNotFound(runId)
     if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     if (result.value.kind === 'not_active') {
       throw new ProblemError('run_not_active', `The run is not active (${result.value.reason ?? 'unknown'}).`, { terminationReason: result.value.reason })
     }
     return this.view(result.value.run)
   }
-}
-
-function notFound (runId: string): ProblemError {
-  return new ProblemError('run_not_found', `No run ${runId}`)
 }

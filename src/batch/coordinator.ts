@@ -1,0 +1,148 @@
+/**
+ * The coordinator of a batch's phases. A batch's state is created when the
+ * batch starts (the engine's start step, `newBatchState`), or loaded here
+ * from the run's waiting batch when a batch held for approvals is taken up,
+ * on this replica or another (`loadWaiting`). `runBatch` gives it a runtime
+ * in this process and runs the phase the state names next, and the ones
+ * after it, until the batch has its answer: prepare, hold, admit, execute,
+ * answer. A phase answers a promise only when it has something to wait for,
+ * so a batch prepared and admitted in its start waits on nothing until it runs.
+ */
+import { performance } from 'node:perf_hooks'
+import type { WaitingBatch } from '../approvals/types.js'
+import { restoreOutcomes } from '../approvals/waiting.js'
+import { EventRecorder } from '../events/recorder.js'
+import { canonicalText } from '../repeat/fingerprint.js'
+import { terminateByTimeout } from '../runs/deadline.js'
+import { type LeaseKeeper, releaseAfterFailure } from '../runs/lease.js'
+import type { RunRecord } from '../runs/types.js'
+import { StopSwitch } from '../schedule/types.js'
+import type { BatchInfo } from '../telemetry/types.js'
+import { ObserverList } from '../telemetry/types.js'
+import type { BatchAnswer, EngineDeps } from './engine-types.js'
+import { admit } from './phases/admit.js'
+import { answer } from './phases/answer.js'
+import { execute } from './phases/execute.js'
+import { hold } from './phases/hold.js'
+import { prepare, preparedAgain } from './phases/prepare.js'
+import type { BatchRuntime } from './runtime.js'
+import { type BatchState, newBatchState } from './state.js'
+import type { BatchEvent } from './types.js'
+
+/** The longest delay a Node timer honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** Where a batch runs from: the request that brought it, when one did, and who hears it. */
+export interface BatchIo {
+  /** Host-visible events as they happen (server-sent events). */
+  onEvent?: ((event: BatchEvent) => void) | undefined
+  /** Aborted when the client of a streaming request goes away. */
+  signal?: AbortSignal | undefined
+  /** The request's id and key name, for the batch's log lines; the caller's W3C trace context, continued by its spans. */
+  reqId?: string | undefined
+  keyName?: string | undefined
+  traceparent?: string | undefined
+  tracestate?: string | undefined
+}
+
+/**
+ * The state of a batch the hold phase stored, loaded to run on from the
+ * admit phase: its calls as prepared then, tools looked up here, with the
+ * decisions on them.
+ */
+export function loadWaiting (deps: EngineDeps, run: RunRecord, w: WaitingBatch): BatchState {
+  const approvals = restoreOutcomes(w, deps.tools)
+  const identified = { requestHash: w.requestHash, argumentTexts: approvals.outcomes.map((o) => canonicalText(o.arguments ?? null)) }
+  const state = newBatchState({ runId: run.runId, tenant: run.tenant, batchId: w.batchId, calls: w.calls, scopes: new Set(w.scopes), format: w.format, approvals }, run, w.turn, identified)
+  state.prepared = preparedAgain(deps, w.calls, approvals.outcomes)
+  state.phase = 'admit'
+  return state
+}
+
+/**
+ * Runs a started batch to its answer on `run` (as the step that took its
+ * lease left it). The lease is kept while it runs, and released if a phase
+ * throws (a bug must not leave the run leased forever).
+ */
+export async function runBatch (deps: EngineDeps, leases: LeaseKeeper, run: RunRecord, state: BatchState, io: BatchIo): Promise<BatchAnswer> {
+  const t0 = performance.now()
+  const controller = new StopSwitch()
+  const recorder = new EventRecorder(state.options.events, io.onEvent)
+  if (state.approvals !== undefined) recorder.continueFrom(state.approvals.events)
+  const info: BatchInfo = { runId: state.runId, batchId: state.batchId, tenant: state.tenant, reqId: io.reqId, keyName: io.keyName, turn: state.turn, calls: state.calls.length, mode: state.options.toolExecution }
+  // The caller's trace context, when it sent one, continues in the batch's spans.
+  if (io.traceparent !== undefined) info.traceparent = io.traceparent
+  if (io.tracestate !== undefined) info.tracestate = io.tracestate
+  const observer = new ObserverList([recorder, deps.telemetry.observeBatch(info)])
+  const rt: BatchRuntime = { deps, controller, batchId: state.batchId, recorder, observer, startedAt: t0, onEvent: io.onEvent, loops: null }
+  leases.keep(run, rt)
+  const signal = io.signal
+  const onClientGone = (): void => controller.abort('client_gone')
+  signal?.addEventListener('abort', onClientGone, { once: true })
+  if (signal?.aborted === true) controller.abort('client_gone')
+  try {
+    return await runPhases(state, rt)
+  } catch (err) {
+    observer.batchCompleted('error', performance.now() - t0)
+    await releaseAfterFailure(deps.store, state.runId, state.batchId)
+    throw err
+  } finally {
+    signal?.removeEventListener('abort', onClientGone)
+    leases.release(state.runId)
+  }
+}
+
+/** Runs the phase the state names next, and the ones after it, to the batch's answer (or the hold's 202). */
+async function runPhases (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer> {
+  // A batch loaded after approvals started when it was first sent.
+  if (state.phase === 'prepare') rt.recorder.emit({ type: 'batch.started', size: state.calls.length })
+  const deadline = startDeadline(state, rt)
+  try {
+    if (state.phase === 'prepare') {
+      const preparing = prepare(state, rt)
+      if (preparing !== undefined) await preparing
+      state.phase = 'hold'
+    }
+    if (state.phase === 'hold') {
+      const holding = hold(state, rt)
+      const held = holding === null ? null : await holding
+      if (held !== null) return held
+      state.phase = 'admit'
+    }
+    if (state.phase === 'admit') {
+      const admitting = admit(state, rt)
+      if (admitting !== undefined) await admitting
+      state.phase = 'execute'
+    }
+    if (state.phase === 'execute') {
+      const executing = execute(state, rt)
+      if (executing !== undefined) await executing
+      state.phase = 'answer'
+    }
+    return await answer(state, rt)
+  } finally {
+    if (deadline !== null) clearTimeout(deadline)
+  }
+}
+
+/**
+ * The run's timeoutMs, when it can pass during this batch: nothing more
+ * starts, and the run is terminated then and there, not once the calls
+ * still running have settled, so it reads `timeout` meanwhile and a cancel
+ * that comes after the deadline finds it so.
+ */
+function startDeadline (state: BatchState, rt: BatchRuntime): NodeJS.Timeout | null {
+  const { timeoutMs } = state.options.limits
+  const remaining = timeoutMs === null ? Infinity : state.createdAt + timeoutMs - Date.now()
+  // Node fires a timer of more than 2^31-1 ms at once; a deadline that far off cannot pass during one batch anyway.
+  if (remaining > MAX_TIMER_MS) return null
+  const t = setTimeout(() => {
+    rt.controller.abort('timeout')
+    // Serialized with the batch's own updates: the answer phase sees the run terminated already and reports nothing twice.
+    rt.deps.store.updateRun(state.runId, terminateByTimeout).then((u) => {
+      if (u.found && u.value) rt.observer.runTerminated('timeout')
+    }, () => { /* the answer phase terminates it when the batch settles */ })
+  }, Math.max(0, remaining))
+  t.unref()
+  return t
+}

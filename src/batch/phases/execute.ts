@@ -1,0 +1,169 @@
+/**
+ * The execute phase: the calls admission let through, cut into epochs
+ * (src/schedule/plan.ts) and run with the run's concurrency cap and conflict
+ * keys (src/schedule/runner.ts); each is sent through its executor
+ * (dispatch-call.ts, dispatch-action.ts) and settled into its result.
+ */
+import { executorBodyPrefix } from '../../dispatch/executor-body.js'
+import { round } from '../../events/recorder.js'
+import { IsoTime } from '../../events/iso-time.js'
+import { type RunIdentity, operationId } from '../../receipts/operation-id.js'
+import { planEpochs } from '../../schedule/plan.js'
+import { EpochRunner } from '../../schedule/runner.js'
+import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement } from '../../schedule/types.js'
+import { type ExecutorFailure, executorFailureOf } from '../../telemetry/executor-failure.js'
+import type { CallInfo } from '../../telemetry/types.js'
+import { retryAction } from '../../uncertain/retry-action.js'
+import { UNCERTAIN_MESSAGE, errorContent } from '../content.js'
+import { type ActionContext, type ActionOutcome, dispatchAction } from '../dispatch-action.js'
+import { type DispatchContext, dispatchPlain } from '../dispatch-call.js'
+import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../results.js'
+import { type BatchRuntime, watchLoops } from '../runtime.js'
+import type { BatchState } from '../state.js'
+import type { CallResult } from '../types.js'
+
+/** When calls started, as ISO text. */
+const START_TIMES = new IsoTime()
+
+/** The execute phase: runs the epochs of the calls that may be dispatched, if any. */
+export function execute (state: BatchState, rt: BatchRuntime): Promise<void> | undefined {
+  if (state.dispatchable.length === 0) return undefined
+  return new Execution(state, rt).run()
+}
+
+/**
+ * One batch's epochs on the runner: the runner's hooks are its methods, so
+ * the phase costs one object where a closure per hook would be made.
+ */
+class Execution implements RunnerHooks {
+  readonly #state: BatchState
+  readonly #rt: BatchRuntime
+  /** By call index: what observers are told of a call, made once when it starts. */
+  readonly #started: CallInfo[] = []
+  /** By call index: why its exchange with the executor failed, when it did. */
+  readonly #failures: Array<ExecutorFailure | undefined> = []
+  #epochs: Epoch[] = []
+  /** What every dispatch of the batch shares. */
+  readonly #context: DispatchContext
+  /** The run, as operation ids name it. */
+  readonly #identity: RunIdentity
+
+  constructor (state: BatchState, rt: BatchRuntime) {
+    this.#state = state
+    this.#rt = rt
+    this.#context = {
+      runId: state.runId,
+      batchId: state.batchId,
+      bodyPrefix: executorBodyPrefix(state.runId, state.batchId),
+      http: rt.deps.http,
+      onAnswer: (call, answer) => {
+        const failure = executorFailureOf(answer, call.tool.action !== null)
+        if (failure !== null) this.#failures[call.index] = failure
+      }
+    }
+    this.#identity = { runId: state.runId, tenant: state.tenant, createdAt: state.createdAt }
+  }
+
+  /** Plans and runs the epochs of the calls that may be dispatched. */
+  async run (): Promise<void> {
+    const { options } = this.#state
+    const schedulable: SchedulableCall[] = []
+    for (const c of this.#state.dispatchable) schedulable.push({ index: c.index, id: c.id, readOnly: c.tool.readOnly, execution: c.tool.execution, conflictKey: c.conflictKey })
+    this.#epochs = planEpochs(schedulable, options.toolExecution)
+    const runner = new EpochRunner<ActionOutcome>({
+      maxConcurrent: options.maxConcurrentTools,
+      signal: this.#rt.controller,
+      hooks: this,
+      onDispatchError: dispatchFailed
+    })
+    await runner.run(this.#epochs, (c, epoch) => this.#dispatch(c, epoch))
+  }
+
+  #dispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
+    const state = this.#state
+    const call = state.dispatched[c.index]!
+    const callInfo = this.#started[c.index] ?? this.#info(c, epoch)
+    const held = state.admitted?.held[c.index]
+    const prepared = state.prepared!
+    const opId = state.operations[c.index] = held?.kind === 'retry' ? held.of.operationId : operationId(this.#identity, call.id, prepared.fingerprints[call.index]!)
+    const args = prepared.argumentTexts[call.index]!
+    const observer = this.#rt.observer
+    const headers = observer.executorHeaders(callInfo)
+    const argumentsJson = args.plain ? args.text : undefined
+    if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
+    const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
+    const approvedAt = state.approvals?.decisions[call.index]?.at
+    if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
+    return (held?.kind === 'retry' ? retryAction : dispatchAction)(ctx, call, opId, prepared.preparedAt, headers, argumentsJson)
+  }
+
+  #info (c: SchedulableCall, epoch: number): CallInfo {
+    const tool = this.#state.dispatched[c.index]!.tool
+    return { callId: c.id, tool: tool.name, known: true, epoch, description: tool.description }
+  }
+
+  /** @internal Runner hook. */
+  epochStarted (epoch: number, size: number): void {
+    const stats = this.#state.stats
+    stats.epochs++
+    stats.largestEpoch = Math.max(stats.largestEpoch, size)
+    this.#rt.observer.epochStarted(epoch, size)
+  }
+
+  /** @internal Runner hook. */
+  epochSettled (epoch: number, durationMs: number): void {
+    this.#rt.observer.epochSettled(epoch, this.#epochs[epoch]?.length ?? 0, durationMs)
+    watchLoops(this.#state, this.#rt)
+  }
+
+  /** @internal Runner hook. */
+  callStarted (c: SchedulableCall, epoch: number): void {
+    this.#rt.observer.callStarted((this.#started[c.index] = this.#info(c, epoch)))
+  }
+
+  /** @internal Runner hook: once per call; objects are built whole, without spreads. */
+  callSettled (c: SchedulableCall, _epoch: number, s: Settlement<unknown>): void {
+    const state = this.#state
+    const call = state.dispatched[c.index]!
+    const stats = state.stats
+    let result: CallResult
+    let durationMs: number | null = null
+    if (s.kind === 'ran') {
+      const value = s.value as ActionOutcome
+      durationMs = s.durationMs
+      stats.toolTimeMs += s.durationMs
+      // The outcome's details are its own, made for this call: completed in place.
+      const details = value.details
+      details.epoch = s.epoch
+      details.durationMs = round(s.durationMs)
+      details.startedAt = START_TIMES.at(s.startedAt)
+      result = callResult(call, value.status, value.content, details, value.isError)
+      if (value.status === 'projection_failed') {
+        state.closed = true
+        stats.projectionFailures++
+      }
+      if (value.status === 'uncertain' || details.receipt?.status === 'uncertain') stats.uncertainWrites++
+    } else if (s.kind === 'blocked') {
+      stats.blockedCalls++
+      result = blockedResult(call, s.blockedBy, s.epoch)
+    } else if (state.loopStop !== null) {
+      result = terminatedResult(call, state.loopStop)
+    } else {
+      const signal = this.#rt.controller
+      result = cancelledResult(call, state.closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
+    }
+    state.results[c.index] = result
+    const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
+    this.#rt.observer.callSettled({
+      callId: c.id, tool: call.tool.name, known: true, epoch: s.epoch, status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, reason: reasonOf(result.details),
+      executor: call.tool.executor.via === undefined ? 'http' : 'mcp', failure: this.#failures[c.index]
+    })
+  }
+}
+
+/** A dispatch that threw inside toolgate may or may not have sent its request. */
+function dispatchFailed (c: SchedulableCall): DispatchOutcome<ActionOutcome> {
+  return c.readOnly
+    ? { value: { status: 'error', content: errorContent('internal_error', 'The call failed inside toolgate; this read had no effect.'), isError: true, details: { cause: 'internal_error' } }, uncertain: false, closeBatch: false }
+    : { value: { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details: { cause: 'internal_error' } }, uncertain: true, closeBatch: false }
+}

@@ -1,0 +1,64 @@
+/**
+ * The hold phase (SPEC section 13): once every call is prepared, a batch
+ * with a prepared call of a tool that requires approval is not run. Its
+ * state is stored as the run's waiting batch, atomically with the run (the
+ * lease passed to no replica), and answered 202; whichever request or
+ * replica decides its last call loads it from there and runs it on from
+ * the admit phase (`BatchEngine.takeUpWaiting`).
+ */
+import { performance } from 'node:perf_hooks'
+import { awaitingResponse } from '../../approvals/hold.js'
+import { announceHeld, heldIndexes, toWaiting } from '../../approvals/waiting.js'
+import { round } from '../../events/recorder.js'
+import type { PreparationOutcome } from '../../prepare/types.js'
+import { hold as holdRun } from '../../runs/transitions.js'
+import type { BatchAnswer, EngineDeps } from '../engine-types.js'
+import type { BatchRuntime } from '../runtime.js'
+import type { BatchState } from '../state.js'
+
+/** Whether the batch has a call to hold: approvals are on, and a prepared call's tool requires one. */
+export function mayHold (deps: EngineDeps, outcomes: readonly PreparationOutcome[]): boolean {
+  return deps.approvals !== undefined && heldIndexes(outcomes).length > 0
+}
+
+/**
+ * The hold phase: null when nothing is held (no call to approve, the batch
+ * stopped), or when the run left `active` or the lease was lost meanwhile:
+ * the batch then goes on as any batch does. Answers a promise only when it
+ * stores the batch.
+ */
+export function hold (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer | null> | null {
+  if (rt.controller.aborted || !mayHold(rt.deps, state.prepared!.outcomes)) return null
+  return store(state, rt)
+}
+
+/** Stores the batch as its run's waiting batch and answers the 202. */
+async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer | null> {
+  const { deps } = rt
+  const settings = deps.approvals!
+  const { outcomes } = state.prepared!
+  const waiting = toWaiting({
+    batchId: state.batchId,
+    requestHash: state.identified.requestHash,
+    turn: state.turn,
+    scopes: state.scopes,
+    format: state.format,
+    now: settings.now(),
+    ttlMs: settings.ttlMs,
+    outcomes,
+    events: [...rt.recorder.events]
+  })
+  const announced = announceHeld(waiting)
+  const stored = await deps.store.updateRun(state.runId, (r) => holdRun(r, waiting, deps.replicaId, settings.graceMs))
+  if (!stored.found || !stored.value) return null
+  for (const e of announced) rt.onEvent?.(e)
+  const durationMs = performance.now() - rt.startedAt
+  rt.observer.batchCompleted('awaiting_approval', durationMs)
+  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null })
+  return {
+    body: JSON.stringify(body),
+    replayed: false,
+    status: 202,
+    log: { runId: state.runId, batchId: state.batchId, turn: state.turn, calls: outcomes.length, outcome: 'awaiting_approval', held: body.approvals.length, durationMs: round(durationMs) }
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * The prepare phase: every call of the batch through the preparation stages
+ * (src/prepare/pipeline.ts), then the canonical text and fingerprint of each
+ * call's prepared arguments. A plain function of its inputs, so the engine
+ * can run it before it takes the run's lease and admit the batch in the
+ * lease's own step (one store write where there would be two).
+ */
+import { performance } from 'node:perf_hooks'
+import { IsoTime } from '../../events/iso-time.js'
+import { rejectIncomplete } from '../../formats/incomplete.js'
+import { prepareBatch } from '../../prepare/pipeline.js'
+import type { PreparationOutcome, RawCall } from '../../prepare/types.js'
+import { type CanonicalText, canonicalText } from '../../repeat/fingerprint.js'
+import { callFingerprint } from '../../repeat/ignore.js'
+import type { ToolLookup } from '../../tools/types.js'
+import type { EngineDeps } from '../engine-types.js'
+import type { IdentifiedCalls } from '../identify-calls.js'
+import type { BatchRuntime } from '../runtime.js'
+import type { BatchState, Prepared } from '../state.js'
+
+/** When batches were prepared, as ISO text. */
+const PREPARED_TIMES = new IsoTime()
+
+/** What preparation reads of a batch: a request, or a batch's state. */
+export interface PrepareInput {
+  runId: string
+  tenant: string
+  calls: RawCall[]
+  scopes: ReadonlySet<string>
+  incomplete?: boolean | undefined
+}
+
+/** Prepares a batch's calls for a run that allows `allowedTools` (null: every tool). */
+export async function prepareCalls (deps: EngineDeps, input: PrepareInput, identified: IdentifiedCalls, allowedTools: readonly string[] | null): Promise<Prepared> {
+  const preparedAt = PREPARED_TIMES.at(Date.now())
+  const preparing = performance.now()
+  const outcomes = input.incomplete === true ? rejectIncomplete(input.calls) : await prepareBatch(input.calls, deps.tools, {
+    runId: input.runId,
+    tenant: input.tenant,
+    allowedTools: allowedTools === null ? null : new Set(allowedTools),
+    scopes: input.scopes,
+    maxArgumentBytes: deps.maxArgumentBytes,
+    // Parsed from this request's body and hashed already (identifyCalls): nothing else reads them.
+    argumentsOwned: true,
+    argumentTexts: identified.argumentTexts
+  }, deps.authorizer)
+  return fingerprinted(deps, input.calls, identified.argumentTexts, outcomes, preparedAt, performance.now() - preparing)
+}
+
+/** Calls prepared before (a batch taken up after approvals), as prepared now: their texts and fingerprints. */
+export function preparedAgain (deps: EngineDeps, calls: readonly RawCall[], outcomes: readonly PreparationOutcome[]): Prepared {
+  const texts = outcomes.map((o) => canonicalText(o.arguments ?? null))
+  return fingerprinted(deps, calls, texts, outcomes, PREPARED_TIMES.at(Date.now()), 0)
+}
+
+/**
+ * One serialization of the arguments gives the fingerprint and, mostly, the
+ * executor's body too: the request's own, when preparation left them as
+ * they came, else the prepared ones'.
+ */
+function fingerprinted (deps: EngineDeps, calls: readonly RawCall[], requestTexts: readonly CanonicalText[], outcomes: readonly PreparationOutcome[],
+  preparedAt: string, preparationMs: number): Prepared {
+  const argumentTexts: CanonicalText[] = []
+  const fingerprints: string[] = []
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i]!
+    const text = leftAsSent(deps, o, calls[i]!) ? requestTexts[i]! : canonicalText(o.arguments ?? null)
+    argumentTexts.push(text)
+    fingerprints.push(callFingerprint(o.tool?.name ?? o.requestedName, o.tool?.ignoreArguments, o.arguments, text.text))
+  }
+  return { outcomes, argumentTexts, fingerprints, preparedAt, preparationMs }
+}
+
+/**
+ * Whether a call's prepared arguments are exactly the request's: the same
+ * object, of a tool whose preparation changes nothing in place, with no
+ * external authorizer (an in-process one is handed the object).
+ */
+function leftAsSent (deps: EngineDeps, outcome: PreparationOutcome, raw: RawCall): boolean {
+  return outcome.arguments === raw.arguments && (outcome.tool === null || !outcome.tool.preparesInPlace) && deps.authorizer === undefined
+}
+
+/**
+ * Whether a batch may be prepared before its run is read: no external
+ * authorizer (it would be asked about batches that then never start), and
+ * no call of a tool whose preparation changes the request's arguments in
+ * place (were the run's tool list not the one assumed, the calls are
+ * prepared again from the request as it came).
+ */
+export function preparableFirst (deps: EngineDeps, calls: readonly RawCall[], tools: ToolLookup): boolean {
+  if (deps.authorizer !== undefined) return false
+  for (const c of calls) if (typeof c.name === 'string' && tools.resolve(c.name)?.preparesInPlace === true) return false
+  return true
+}
+
+/** Whether two runs' tool lists allow the same tools, as preparation reads them. */
+export function sameTools (a: readonly string[] | null, b: readonly string[] | null): boolean {
+  if (a === null || b === null) return a === b
+  return a.length === b.length && a.every((name, i) => name === b[i])
+}
+
+/**
+ * The prepare phase: the batch's calls prepared, unless they were before its
+ * lease; a slow preparation is reported. Answers a promise only when it has
+ * work to wait for, so a batch prepared early adds no await.
+ */
+export function prepare (state: BatchState, rt: BatchRuntime): Promise<void> | undefined {
+  if (state.prepared !== undefined) {
+    noteSlow(state.prepared, rt)
+    return undefined
+  }
+  return prepareCalls(rt.deps, state, state.identified, state.options.tools).then((prepared) => {
+    state.prepared = prepared
+    noteSlow(prepared, rt)
+  })
+}
+
+/** Reports a preparation that took longer than the engine's `slowPreparationMs`. */
+function noteSlow (prepared: Prepared, rt: BatchRuntime): void {
+  if (prepared.preparationMs > (rt.deps.slowPreparationMs ?? Infinity)) rt.observer.preparationSlow(prepared.preparationMs)
+}

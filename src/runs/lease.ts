@@ -1,0 +1,138 @@
+/**
+ * A run's lease, in one place. A batch takes it in the run's atomic step
+ * that starts it; this process renews it every third of its length while
+ * the batch runs (one timer for every batch here); it is released with the
+ * batch's answer, in the store's same atomic step, or alone when the batch
+ * failed. A renewal that finds the lease gone (another replica took it over)
+ * or the run stopped stops the batch: nothing more of it starts.
+ */
+import type { RunRecord } from './types.js'
+import type { StopSwitch } from '../schedule/types.js'
+import { type BatchRecord, type Store, holds } from '../store/types.js'
+
+/** Who takes a lease, and for how long. */
+export interface LeaseTerms {
+  /** Identifies this process in a run's lease. */
+  replicaId: string
+  /** How long a lease lasts without renewal. */
+  leaseMs: number
+}
+
+/** Inside the run's atomic update: whether any batch holds the run's lease at `now`. */
+export function leased (run: RunRecord, now: number): boolean {
+  return run.inFlight !== null && run.inFlight.leaseExpiresAt > now
+}
+
+/** Inside the run's atomic update: the lease is `batchId`'s, on this replica, for a lease's length from `now`. */
+export function takeLease (run: RunRecord, batchId: string, terms: LeaseTerms, now: number): void {
+  run.inFlight = { batchId, owner: terms.replicaId, leaseExpiresAt: now + terms.leaseMs }
+}
+
+/** Whether the run's lease is this batch's, taken by `owner`. */
+export function holdsLease (run: RunRecord, owner: string, batchId: string): boolean {
+  return holds(run, owner, batchId)
+}
+
+/**
+ * Stores a finished batch's answer and releases its lease in one atomic
+ * step (`Store.completeBatch`): false when the lease passed to another
+ * replica, whose answer then stands.
+ */
+export function releaseWithAnswer (store: Store, runId: string, terms: LeaseTerms, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
+  return store.completeBatch(runId, terms.replicaId, record)
+}
+
+/** Releases the lease of a batch that failed (a bug must not leave its run leased forever); a store that cannot is left to the lease's expiry. */
+export async function releaseAfterFailure (store: Store, runId: string, batchId: string): Promise<void> {
+  await store.updateRun(runId, (r) => {
+    if (r.inFlight?.batchId === batchId) r.inFlight = null
+  }).catch(() => {})
+}
+
+/** A batch running in this process: its stop switch, and the batch whose lease it holds. */
+export interface RunningBatch { controller: StopSwitch, batchId: string }
+
+/** Leases are renewed every third of their length, but never more often than this. */
+const MIN_RENEWAL_MS = 100
+
+/**
+ * The batches running in this process, by run, each under its run's lease:
+ * one timer renews them all, rather than a timer made and cleared per batch.
+ */
+export class LeaseKeeper {
+  readonly #store: Store
+  readonly #terms: LeaseTerms
+  readonly #running = new Map<string, RunningBatch>()
+  readonly #renewal: NodeJS.Timeout
+
+  constructor (store: Store, terms: LeaseTerms) {
+    this.#store = store
+    this.#terms = terms
+    this.#renewal = setInterval(() => { this.#renewAll() }, Math.max(MIN_RENEWAL_MS, Math.floor(terms.leaseMs / 3)))
+    this.#renewal.unref()
+  }
+
+  /** Stops renewing. */
+  close (): void {
+    clearInterval(this.#renewal)
+  }
+
+  /** Batches running in this process. */
+  get size (): number {
+    return this.#running.size
+  }
+
+  /** The batch of a run running in this process. */
+  running (runId: string): RunningBatch | undefined {
+    return this.#running.get(runId)
+  }
+
+  /**
+   * Renews the lease of a batch that took it (`run` as that step left it)
+   * until `release`; nothing of it starts once the lease could have passed
+   * to another replica (a pause, a store that cannot renew it).
+   */
+  keep (run: RunRecord, batch: RunningBatch): void {
+    if (run.inFlight !== null) batch.controller.holdUntil(run.inFlight.leaseExpiresAt - this.#margin())
+    this.#running.set(run.runId, batch)
+  }
+
+  /** Stops renewing the lease of a run's batch (its answer released it, or it failed). */
+  release (runId: string): void {
+    this.#running.delete(runId)
+  }
+
+  #renewAll (): void {
+    for (const [runId, batch] of this.#running) this.#renew(runId, batch)
+  }
+
+  /**
+   * Pushes a running batch's lease on. A cancel published while this replica
+   * could not hear it still shows in the run's state; a lease another batch
+   * took over means this one must not start anything more.
+   */
+  #renew (runId: string, { controller, batchId }: RunningBatch): void {
+    const { replicaId, leaseMs } = this.#terms
+    // Counted from before the store was asked: the lease it writes lasts at least this long.
+    const asked = Date.now()
+    this.#store.updateRun(runId, (r) => {
+      const held = holds(r, replicaId, batchId)
+      if (held) r.inFlight!.leaseExpiresAt = Date.now() + leaseMs
+      return { state: r.state, held }
+    }).then((renewed) => {
+      const state = renewed.found ? renewed.value.state : 'ended'
+      if (state === 'cancelled' || state === 'ended') controller.abort(state)
+      else if (renewed.found && !renewed.value.held) controller.abort('lease_lost')
+      else if (renewed.found) controller.holdUntil(asked + leaseMs - this.#margin())
+    }, () => { /* the next renewal retries; the lease it holds runs out meanwhile */ })
+  }
+
+  /**
+   * How long before its lease expires a batch stops starting calls: room for
+   * the clocks of two replicas to differ, and for a call started just before
+   * the expiry to be on its way. Renewals come every third of the lease.
+   */
+  #margin (): number {
+    return Math.floor(this.#terms.leaseMs / 4)
+  }
+}
