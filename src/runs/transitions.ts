@@ -68,7 +68,15 @@ export function resume (run: RunRecord, w: WaitingBatch, terms: LeaseTerms, now:
   return true
 }
 
-/** The batch's answer is about to be stored: a batch that waited for approvals leaves the record. */
-export function dropWaiting (run: RunRecord, batchId: string): void {
+/**
+ * The batch's answer is about to be stored: a batch that waited for
+ * approvals leaves the record, and so does where its admission started
+ * (`admitted`), which only a resume of the unanswered batch reads; once
+ * answered, a resend replays the answer. Kept while another replica holds
+ * the batch's lease: that one may still need it. Every update of the run
+ * then moves a smaller record (on Redis, each is written whole).
+ */
+export function settleAnswered (run: RunRecord, batchId: string, owner: string): void {
   if (run.waiting?.batchId === batchId) run.waiting = null
+  if (run.admitted?.batchId === batchId && holdsLease(run, owner, batchId)) run.admitted = null
 }

@@ -1,11 +1,10 @@
 /**
  * What a batch does with the run's uncertainties, as the engine calls it:
- * weigh the calls at admission, answer the blocked ones, and work out what
+ * weigh the calls at admission, say why a blocked one waits, and work out what
  * the finished batch adds and resolves. Pure functions over the batch's
  * arrays (indexed by call), so the engine's own lines stay few.
  */
 import type { CallResult } from '../batch/types.js'
-import { errorContent } from '../batch/content.js'
 import type { PreparationOutcome, PreparedCall } from '../prepare/types.js'
 import { type AppliedChange, type UncertainChange, applyChange, changeOf, holdBack, type SettledWrite } from './admission.js'
 import type { HeldBack, Uncertainty } from './types.js'
@@ -25,20 +24,6 @@ export function weighCalls (uncertain: readonly Uncertainty[] | undefined, outco
 export function blockedMessage (blockedBy: string): string {
   return `Not run: this same call was sent before (${blockedBy}) and its outcome is still unknown; it may already have taken effect. ` +
     'It will not be repeated until that outcome is known. Check the current state instead of sending it again.'
-}
-
-/** A write not dispatched because the same write, sent in an earlier batch, has an unknown outcome. */
-export function blockedByUncertainty (call: PreparedCall, by: Uncertainty): CallResult {
-  const details: CallResult['details'] = { reason: 'unresolved_uncertain_write', blockedBy: by.callId, blockedByOperation: by.operationId }
-  if (call.tool.name !== call.requestedName) details.tool = call.tool.name
-  return {
-    callId: call.id,
-    name: call.requestedName,
-    status: 'blocked',
-    content: errorContent('unresolved_uncertain_write', blockedMessage(by.callId), { blockedBy: by.callId }),
-    isError: true,
-    details
-  }
 }
 
 /**

@@ -80,3 +80,11 @@ t.test('a cancel that did not reach the replica is found in the run state at the
   t.equal(res.body.continue, false)
   t.match(res.body.run, { state: 'cancelled' })
 })
+
+t.test("a running batch's admission start is in the run's record until its answer is stored, and gone after", async (t) => {
+  const { release, answer } = await heldBatch(t, 'admitted')
+  t.equal((await app.services.store.getRun('admitted'))?.admitted?.batchId, 'b1', 'kept while the batch runs: a resume would admit it from there')
+  release()
+  t.equal((await answer).status, 200)
+  t.equal((await app.services.store.getRun('admitted'))?.admitted, null, 'dropped with the answer')
+})

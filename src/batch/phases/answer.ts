@@ -10,7 +10,7 @@ import { round } from '../../events/recorder.js'
 import { renderMessages } from '../../formats/index.js'
 import { releaseWithAnswer } from '../../runs/lease.js'
 import { addStats, emptyStats } from '../../runs/stats.js'
-import { dropWaiting, terminate } from '../../runs/transitions.js'
+import { settleAnswered, terminate } from '../../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../../runs/types.js'
 import type { BatchRecord } from '../../store/types.js'
 import type { BatchOutcome } from '../../telemetry/types.js'
@@ -95,7 +95,7 @@ function close (state: BatchState, rt: BatchRuntime, r: RunRecord, ending: Termi
   const kept = recordChange(r, change)
   const terminatedNow = ending !== null && terminate(r, ending)
   r.stats = addStats(r.stats ?? emptyStats(), state.stats)
-  dropWaiting(r, state.batchId)
+  settleAnswered(r, state.batchId, rt.deps.replicaId)
   rt.loops?.save(r)
   return { state: r.state, terminationReason: r.terminationReason, terminatedNow, uncertain: kept }
 }
