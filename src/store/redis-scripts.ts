@@ -24,7 +24,8 @@ import { createHash } from 'node:crypto'
 /** A Lua script and the SHA-1 that EVALSHA knows it by. */
 export interface Script { readonly name: string, readonly lua: string, readonly sha: string }
 
-function script (name: string, lua: string): Script {
+/** A script with its SHA-1. */
+export function script (name: string, lua: string): Script {
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex') }
 }
 
