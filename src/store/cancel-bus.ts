@@ -32,5 +32,6 @@ export class CancelListeners {
     for (const listener of this.#listeners) listener(runId, reason)
   }
 
+  /** Forgets every listener (the store is closing). */
   clear (): void { this.#listeners.clear() }
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { Script } from './redis-scripts.js'
 import { StoreUnavailableError } from './records.js'
 
+/** The key prefix when the URL names none. */
 export const DEFAULT_PREFIX = 'toolgate:'
 const DEFAULT_COMMAND_TIMEOUT_MS = 5000
 /** How many keys one round trip of a listing reads. */
@@ -33,8 +34,11 @@ export interface RedisConnectionOptions {
  * traffic and turn every failure into a StoreUnavailableError.
  */
 export class RedisConnection {
+  /** The client every part sends its commands on (through `call` and `eval`). */
   readonly redis: Redis
+  /** Prefix of every key and of the cancel channel. */
   readonly prefix: string
+  /** Where connection loss and recovery are logged (never the URL). */
   readonly logger: Pick<Logger, 'warn' | 'info'> | undefined
   readonly #traffic: RedisTraffic = { roundTrips: 0, commands: 0 }
   #down = false
