@@ -117,7 +117,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     // The settings carry the limits' own names.
     loopDefaults: config,
     onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout'),
-    onCancelledWaiting: (runId) => approvals.settleCancelled(runId)
+    onCancelledWaiting: (runId) => approvals.settleCancelled(runId),
+    logger
   })
   const services: Services = {
     config,

@@ -40,7 +40,7 @@ export interface DecisionAnswer { status: 200 | 202, body: string }
  * a batch's last call runs the batch, on this replica, and answers it.
  */
 export class ApprovalService {
-  readonly waiters = new BatchWaiters()
+  readonly waiters: BatchWaiters
   readonly #options: ApprovalServiceOptions
   readonly #now: () => number
   readonly #decisions: Counter<'tool' | 'decision'>
@@ -50,6 +50,7 @@ export class ApprovalService {
 
   constructor (opts: ApprovalServiceOptions) {
     this.#options = opts
+    this.waiters = new BatchWaiters(opts.logger)
     this.#now = opts.now ?? Date.now
     this.#decisions = new Counter({
       name: 'toolgate_approvals_total',

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino'
 import type { BatchEvent } from '../batch/types.js'
 import type { Store } from '../store/types.js'
 
@@ -15,6 +16,12 @@ export interface WaiterListener {
  */
 export class BatchWaiters {
   readonly #listeners = new Map<string, Set<WaiterListener>>()
+  /** Where a poll the store failed is logged. */
+  readonly logger: Pick<Logger, 'warn'> | undefined
+
+  constructor (logger?: Pick<Logger, 'warn'>) {
+    this.logger = logger
+  }
 
   subscribe (runId: string, batchId: string, listener: WaiterListener): () => void {
     const key = keyOf(runId, batchId)
@@ -90,6 +97,7 @@ export function waitForAnswer (o: WaitOptions): Promise<string | null> {
     o.signal.addEventListener('abort', onAbort, { once: true })
     if (o.signal.aborted) return finish(null)
     // The store says what happened on other replicas (and before this stream subscribed).
+    let failing = false
     const poll = async (): Promise<void> => {
       if (done) return
       try {
@@ -98,7 +106,12 @@ export function waitForAnswer (o: WaitOptions): Promise<string | null> {
         const run = await o.store.getRun(o.runId)
         if (run === undefined || run.state === 'ended') return finish(null)
         if (run.waiting?.batchId === o.batchId) for (const e of run.waiting.events) forward(e)
-      } catch { /* the store is away: the next poll tries again */ }
+        failing = false
+      } catch (err) {
+        // The store is away: the next poll tries again. Logged once per outage, not once per poll.
+        if (!failing) o.waiters.logger?.warn({ runId: o.runId, batchId: o.batchId, err: { message: (err as Error).message } }, 'Store failed while a held batch was awaited; polling again')
+        failing = true
+      }
       if (!done) {
         timer = setTimeout(() => { void poll() }, o.pollMs)
         timer.unref()

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
 import type { CreateRunInput } from '../../schemas/run.js'
 import { ProblemError } from '../errors.js'
 import { StoreFullError } from '../store/memory.js'
@@ -22,6 +23,8 @@ export interface RunServiceOptions {
   onTimedOut?: (runId: string) => void
   /** A run cancelled while a batch of it waited for approvals: that batch is answered, every held and waiting call `cancelled` (src/approvals). */
   onCancelledWaiting?: (runId: string) => Promise<void>
+  /** Where a cancel the store could not publish is logged (the run's stored state still says it). */
+  logger?: Pick<Logger, 'warn'>
 }
 
 /** Run life cycle behind the routes: create, read, end, cancel, messages. */
@@ -31,6 +34,12 @@ export class RunService {
   constructor (opts: RunServiceOptions) {
     this.#options = opts
   }
+
+  /** A replica running the run's batch hears it at its next lease renewal instead: logged, not thrown (the store counts the failure). */
+  #publishFailed (runId: string, err: unknown): void {
+    this.#options.logger?.warn({ runId, err: { message: (err as Error).message } }, 'Store failed to publish a cancel; the batch in flight stops at its next lease renewal')
+  }
+
 
   view (run: RunRecord): RunView {
     return runView(run, this.#options.runTtlMs)
@@ -67,7 +76,7 @@ export class RunService {
     // Stored before it is published, as cancel does: the batch that hears it must find the run ended, never still active.
     const run = await this.#options.store.endRun(runId, Date.now())
     if (run === undefined) throw runNotFound(runId)
-    await this.#options.store.publishCancel(runId, 'ended').catch(() => {})
+    await this.#options.store.publishCancel(runId, 'ended').catch((err: unknown) => this.#publishFailed(runId, err))
     return this.view(run)
   }
 
@@ -82,7 +91,7 @@ export class RunService {
     if (!result.found) throw runNotFound(runId)
     if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     // The state is stored: a replica that misses this message sees it at its batch's next lease renewal.
-    await this.#options.store.publishCancel(runId, 'cancelled').catch(() => {})
+    await this.#options.store.publishCancel(runId, 'cancelled').catch((err: unknown) => this.#publishFailed(runId, err))
     if (result.value.run.waiting?.phase === 'awaiting') await this.#options.onCancelledWaiting?.(runId)
     return this.view(result.value.run)
   }

@@ -4,7 +4,13 @@ import { MemoryStore } from './memory.js'
 import { RedisStore } from './redis.js'
 import type { Store } from './types.js'
 
-/** The store `TOOLGATE_STORE` names: 'memory' (the default, one process) or a redis:// URL shared by replicas. */
+/**
+ * The store `TOOLGATE_STORE` names: 'memory' (the default, one process) or a
+ * redis:// URL shared by replicas. Each is a `ComposedStore` of that
+ * backend's parts (run state, batch answers, receipt journal, uncertain
+ * writes, cancel bus); a deployment that takes a part from elsewhere builds
+ * its own `ComposedStore` from `StoreParts`.
+ */
 export function createStore (config: Config, logger?: Pick<Logger, 'warn' | 'info'>): Store {
   const bounds = {
     runTtlMs: config.runTtlSeconds * 1000,

@@ -1,6 +1,8 @@
 /**
- * The Lua scripts of the Redis store. Each runs atomically inside Redis, so
- * a run's record, its indexes and its TTLs never disagree between replicas.
+ * The Lua scripts of the Redis run state and receipt journal (the uncertain
+ * index's and the locks' are in redis-uncertain-scripts.ts). Each runs
+ * atomically inside Redis, so a run's record, its indexes and its TTLs never
+ * disagree between replicas.
  *
  * Keys (P is the prefix): `P run:<id>` a hash {v: version, r: record JSON,
  * rx: time until which the run's receipts are kept}; `P batchids:<id>` a
@@ -14,8 +16,8 @@
  * `P journal:<id>` the run's operation ids in the order first stored; and four
  * sorted sets of run ids: `P idx:runs`, `P idx:active`, `P idx:ended` scored
  * by the run's expiry time, `P idx:leased` scored by its lease expiry; and
-per tenant `P tenant:<tenant>`, its run ids scored by expiry as in
-`idx:runs` (the newest used first when read backwards: the runs list).
+ * per tenant `P tenant:<tenant>`, its run ids scored by expiry as in
+ * `idx:runs` (the newest used first when read backwards: the runs list).
  * Scripts build the keys of other runs from the prefix, so the store needs a
  * standalone Redis (or a primary with replicas), not Redis Cluster.
  */
@@ -24,7 +26,8 @@ import { createHash } from 'node:crypto'
 /** A Lua script and the SHA-1 that EVALSHA knows it by. */
 export interface Script { readonly name: string, readonly lua: string, readonly sha: string }
 
-function script (name: string, lua: string): Script {
+/** A script with its SHA-1. */
+export function script (name: string, lua: string): Script {
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex') }
 }
 
@@ -93,11 +96,11 @@ return 1
  * slack too, so this loop runs about once per slack, not once per update.
  */
 export const UPDATE_RUN = script('update-run', INDEX + `
-local v = redis.call('HGET', KEYS[1], 'v')
-if not v then return 0 end
+local version = redis.call('HGET', KEYS[1], 'v')
+if not version then return 0 end
 local entry = ''
 if ARGV[18] ~= '' then entry = redis.call('HGET', KEYS[3], ARGV[18]) or '' end
-if v ~= ARGV[1] or entry ~= ARGV[19] then return { v, redis.call('HGET', KEYS[1], 'r'), entry } end
+if version ~= ARGV[1] or entry ~= ARGV[19] then return { version, redis.call('HGET', KEYS[1], 'r'), entry } end
 local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
 redis.call('HSET', KEYS[1], 'v', ARGV[17], 'r', ARGV[2])

@@ -5,12 +5,7 @@
  * those operation ids scored by their expiry (the gauge counts it);
  * `P lock:<name>` a short lock, its value the owner.
  */
-import { createHash } from 'node:crypto'
-import type { Script } from './redis-scripts.js'
-
-function script (name: string, lua: string): Script {
-  return { name, lua, sha: createHash('sha1').update(lua).digest('hex') }
-}
+import { script } from './redis-scripts.js'
 
 /**
  * KEYS: run, idx:uncertain. ARGV: now, run TTL slack, uop key prefix, runId, operation ids...

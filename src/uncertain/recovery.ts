@@ -173,7 +173,8 @@ export class Recovery {
     } catch (err) {
       outcome = { kind: 'error', cause: (err as { code?: string }).code ?? 'store_failed' }
     } finally {
-      if (locked) await store.unlock(lock, owner).catch(() => {})
+      // Not released, the lock lapses after its ttl: another replica waits that long at most.
+      if (locked) await store.unlock(lock, owner).catch((err: unknown) => this.#opts.logger.warn({ operationId: target.operationId, err: { message: (err as Error).message } }, 'Store failed to release a recovery lock; it lapses after its ttl'))
     }
     return outcome
   }

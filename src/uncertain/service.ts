@@ -39,7 +39,7 @@ export class UncertainWrites {
 
   constructor (opts: UncertainWritesOptions) {
     this.#opts = opts
-    const metrics = new UncertainMetrics(opts.registry, opts.store)
+    const metrics = new UncertainMetrics(opts.registry, opts.store, opts.logger)
     const now = opts.clock?.now.bind(opts.clock)
     this.resolver = new UncertainResolver({ store: opts.store, logger: opts.logger, metrics, ...(now === undefined ? {} : { now }) })
     this.recovery = new Recovery({

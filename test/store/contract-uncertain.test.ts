@@ -1,22 +1,17 @@
 /**
- * The Store contract of retry safety (SPEC section 14), against the memory
+ * The UncertainWrites contract (src/store/uncertain-writes.ts) and the
+ * run state's share of retry safety (SPEC section 14), against the memory
  * store and the Redis store alike: the run of an unresolved uncertain write
  * found by its operation id alone, the count behind the gauge, short
  * recovery locks, and the run record's uncertainties stored with the batch
  * that made them and expiring with the run. Redis cases are skipped, saying
  * why, when no Redis answers at TOOLGATE_TEST_REDIS_URL.
  */
-import t, { type Test } from 'tap'
+import type { Test } from 'tap'
 import type { Uncertainty } from '../../src/uncertain/types.js'
-import { type Harness, makeRun, memoryHarness, redisHarness, redisUnavailable } from './harness.js'
+import { type Harness, againstEveryStore, makeRun } from './harness.js'
 
-const noRedis = await redisUnavailable()
-if (noRedis !== undefined) t.comment(`Redis store contract skipped: ${noRedis}`)
-
-for (const h of [memoryHarness, redisHarness]) {
-  const skip = h.name === 'redis' && noRedis !== undefined ? noRedis : false
-  t.test(`the ${h.name} store`, { skip }, async (t) => contract(t, h))
-}
+await againstEveryStore('UncertainWrites contract', contract)
 
 function uncertainty (operationId: string, over: Partial<Uncertainty> = {}): Uncertainty {
   return { operationId, fingerprint: `fp_${operationId}`, conflictKey: 'acct:a', callId: `call_${operationId}`, batchId: 'b1', tool: 'pay', action: false, since: 1_800_000_000_000, ...over }

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
+import t, { type Test } from 'tap'
 import type { Receipt } from '../../src/receipts/types.js'
 import type { RunRecord } from '../../src/runs/types.js'
 import { newRunRecord } from '../../src/runs/record.js'
@@ -71,6 +72,20 @@ export const redisHarness: Harness = {
       advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       subscribed: () => store.whenSubscribed()
     }
+  }
+}
+
+/**
+ * Runs one contract's suite against the memory store and the Redis store
+ * alike; the Redis run is skipped, saying why, when no Redis answers at
+ * TOOLGATE_TEST_REDIS_URL (default redis://127.0.0.1:6379).
+ */
+export async function againstEveryStore (contract: string, suite: (t: Test, h: Harness) => Promise<void>): Promise<void> {
+  const noRedis = await redisUnavailable()
+  if (noRedis !== undefined) t.comment(`Redis ${contract} skipped: ${noRedis}`)
+  for (const h of [memoryHarness, redisHarness]) {
+    const skip = h.name === 'redis' && noRedis !== undefined ? noRedis : false
+    t.test(`the ${h.name} store`, { skip }, async (t) => suite(t, h))
   }
 }
 

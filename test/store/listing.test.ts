@@ -2,17 +2,11 @@
  * The store's listings (a tenant's runs, a run's finished batches), run
  * against the memory store and the Redis store alike, as the contract is.
  */
-import t, { type Test } from 'tap'
+import type { Test } from 'tap'
 import type { BatchRecord, RunCursor, Store } from '../../src/store/types.js'
-import { type Harness, makeRun, memoryHarness, redisHarness, redisUnavailable } from './harness.js'
+import { type Harness, againstEveryStore, makeRun } from './harness.js'
 
-const noRedis = await redisUnavailable()
-if (noRedis !== undefined) t.comment(`Redis store listing skipped: ${noRedis}`)
-
-for (const h of [memoryHarness, redisHarness]) {
-  const skip = h.name === 'redis' && noRedis !== undefined ? noRedis : false
-  t.test(`the ${h.name} store`, { skip }, async (t) => listing(t, h))
-}
+await againstEveryStore('store listing', listing)
 
 /** Every page of a tenant's runs, as run ids in the order listed. */
 async function allPages (store: Store, tenant: string, limit: number): Promise<string[][]> {

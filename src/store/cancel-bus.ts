@@ -1,0 +1,37 @@
+import type { CancelListener, CancelReason } from './records.js'
+
+/** Carries a run's cancellation to whichever replica runs its batch. */
+export interface CancelBus {
+  /**
+   * Asks every replica sharing this bus to cancel the run's batch in flight.
+   * This process's listeners hear it before the promise settles; other
+   * replicas hear it at most once, soon after (a replica cut off from the
+   * bus at that moment misses it, so the run's state must say it too).
+   */
+  publishCancel (runId: string, reason: CancelReason): Promise<void>
+  /** Subscribes to every replica's cancellations; answers the unsubscribe function. */
+  onCancel (listener: CancelListener): () => void
+}
+
+/**
+ * This process's cancel listeners. Each subscription is a wrapper, so one
+ * function subscribed twice is two subscriptions.
+ */
+export class CancelListeners {
+  readonly #listeners = new Set<CancelListener>()
+
+  /** Adds a listener; answers the function that removes it. */
+  add (listener: CancelListener): () => void {
+    const wrapped: CancelListener = (runId, reason) => listener(runId, reason)
+    this.#listeners.add(wrapped)
+    return () => { this.#listeners.delete(wrapped) }
+  }
+
+  /** Tells every listener. */
+  deliver (runId: string, reason: CancelReason): void {
+    for (const listener of this.#listeners) listener(runId, reason)
+  }
+
+  /** Forgets every listener (the store is closing). */
+  clear (): void { this.#listeners.clear() }
+}

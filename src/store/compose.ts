@@ -1,0 +1,76 @@
+import type { Receipt } from '../receipts/types.js'
+import type { RunRecord } from '../runs/types.js'
+import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
+import type { Store, StoreParts } from './types.js'
+
+/**
+ * The `Store` the engine uses, built from its parts: each method hands its
+ * arguments to the part whose contract it belongs to and returns that
+ * part's promise as is (no await, no allocation of its own), so composing
+ * costs a batch nothing. A deployment may take a part from another backend
+ * as long as it keeps the pairs the contracts name (batch answers with the
+ * run state that writes them).
+ */
+export class ComposedStore implements Store {
+  readonly #runs: StoreParts['runs']
+  readonly #batches: StoreParts['batches']
+  readonly #receipts: StoreParts['receipts']
+  readonly #uncertain: StoreParts['uncertain']
+  readonly #cancel: StoreParts['cancel']
+  readonly #backends: StoreParts['backends']
+
+  constructor (parts: StoreParts) {
+    this.#runs = parts.runs
+    this.#batches = parts.batches
+    this.#receipts = parts.receipts
+    this.#uncertain = parts.uncertain
+    this.#cancel = parts.cancel
+    this.#backends = parts.backends
+  }
+
+  createRun (run: RunRecord): Promise<boolean> { return this.#runs.createRun(run) }
+  getRun (runId: string): Promise<RunRecord | undefined> { return this.#runs.getRun(runId) }
+  updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> { return this.#runs.updateRun(runId, fn) }
+  updateRunWithBatchId<T> (runId: string, batchId: string, fn: (run: RunRecord, entry: BatchIdEntry) => T): Promise<UpdateResult<T>> {
+    return this.#runs.updateRunWithBatchId(runId, batchId, fn)
+  }
+
+  endRun (runId: string, at: number): Promise<RunRecord | undefined> { return this.#runs.endRun(runId, at) }
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
+    return this.#runs.completeBatch(runId, owner, record)
+  }
+
+  listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> { return this.#runs.listRuns(tenant, limit, after) }
+  waitingRuns (): Promise<RunRecord[]> { return this.#runs.waitingRuns() }
+  countRuns (): Promise<{ total: number, active: number, inFlight: number }> { return this.#runs.countRuns() }
+
+  getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined> { return this.#batches.getBatch(runId, batchId) }
+  listBatches (runId: string): Promise<BatchEntry[]> { return this.#batches.listBatches(runId) }
+
+  putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> { return this.#receipts.putReceipt(receipt, tenant, pending) }
+  settleReceipt (receipt: Receipt, tenant: string, pending: string): Promise<boolean> { return this.#receipts.settleReceipt(receipt, tenant, pending) }
+  getReceipt (operationId: string): Promise<StoredReceipt | undefined> { return this.#receipts.getReceipt(operationId) }
+  listReceipts (runId: string): Promise<Receipt[]> { return this.#receipts.listReceipts(runId) }
+  reviseReceipt (operationId: string, fn: (receipt: Receipt) => Receipt | undefined): Promise<Receipt | undefined> {
+    return this.#receipts.reviseReceipt(operationId, fn)
+  }
+
+  indexUncertain (runId: string, operationIds: readonly string[]): Promise<void> { return this.#uncertain.indexUncertain(runId, operationIds) }
+  unindexUncertain (operationId: string): Promise<void> { return this.#uncertain.unindexUncertain(operationId) }
+  runOfUncertain (operationId: string): Promise<string | undefined> { return this.#uncertain.runOfUncertain(operationId) }
+  countUncertain (): Promise<number> { return this.#uncertain.countUncertain() }
+  tryLock (name: string, owner: string, ttlMs: number): Promise<boolean> { return this.#uncertain.tryLock(name, owner, ttlMs) }
+  unlock (name: string, owner: string): Promise<void> { return this.#uncertain.unlock(name, owner) }
+
+  publishCancel (runId: string, reason: CancelReason): Promise<void> { return this.#cancel.publishCancel(runId, reason) }
+  onCancel (listener: CancelListener): () => void { return this.#cancel.onCancel(listener) }
+
+  async ready (): Promise<boolean> {
+    for (const backend of this.#backends) if (!await backend.ready()) return false
+    return true
+  }
+
+  async close (): Promise<void> {
+    await Promise.all(this.#backends.map((backend) => backend.close()))
+  }
+}

@@ -1,0 +1,127 @@
+import type { Receipt } from '../receipts/types.js'
+import type { StoredReceipt } from './records.js'
+import type { ReceiptJournal } from './receipt-journal.js'
+
+/** Bounds and clock of the memory journal. */
+export interface MemoryJournalOptions {
+  /** Receipts outlive their run by at least this long. */
+  receiptRetentionMs: number
+  /** Most receipts held. */
+  maxReceipts: number
+  now: () => number
+  /** Whether a run is held: a receipt of a run that is not starts its retention at once. */
+  runHeld: (runId: string) => boolean
+}
+
+interface HeldReceipt extends StoredReceipt {
+  /** when the run went away, or null while it lives */
+  orphanedAt: number | null
+  /** the token of the dispatch whose pending receipt this is, or null once final */
+  pending: string | null
+}
+
+/**
+ * The receipts journal in one process. Its retention follows the runs of the
+ * run state it is given (`runHeld`, and `orphan` when one leaves).
+ */
+export class MemoryReceiptJournal implements ReceiptJournal {
+  readonly #receipts = new Map<string, HeldReceipt>()
+  readonly #byRun = new Map<string, string[]>()
+  readonly #opts: MemoryJournalOptions
+
+  constructor (opts: MemoryJournalOptions) {
+    this.#opts = opts
+  }
+
+  async putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> {
+    const existing = this.#receipts.get(receipt.operationId)
+    if (existing !== undefined) return existing.receipt
+    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: this.#opts.runHeld(receipt.runId) ? null : this.#opts.now(), pending: pending ?? null })
+    let ids = this.#byRun.get(receipt.runId)
+    if (ids === undefined) this.#byRun.set(receipt.runId, (ids = []))
+    ids.push(receipt.operationId)
+    if (this.#receipts.size > this.#opts.maxReceipts) this.#evict()
+    return receipt
+  }
+
+  async settleReceipt (receipt: Receipt, _tenant: string, pending: string): Promise<boolean> {
+    const held = this.#receipts.get(receipt.operationId)
+    if (held === undefined || held.pending !== pending || this.#expired(held)) return false
+    // In place: the map's order, the journal entry and the retention clock stay the pending one's.
+    held.receipt = receipt
+    held.pending = null
+    return true
+  }
+
+  async getReceipt (operationId: string): Promise<StoredReceipt | undefined> {
+    const stored = this.#receipts.get(operationId)
+    if (stored === undefined) return undefined
+    if (this.#expired(stored)) {
+      this.#drop(operationId)
+      return undefined
+    }
+    return { receipt: stored.receipt, tenant: stored.tenant }
+  }
+
+  async listReceipts (runId: string): Promise<Receipt[]> {
+    const out: Receipt[] = []
+    for (const id of this.#byRun.get(runId) ?? []) {
+      const r = await this.getReceipt(id)
+      if (r !== undefined) out.push(r.receipt)
+    }
+    return out
+  }
+
+  async reviseReceipt (operationId: string, fn: (receipt: Receipt) => Receipt | undefined): Promise<Receipt | undefined> {
+    const held = (await this.getReceipt(operationId)) === undefined ? undefined : this.#receipts.get(operationId)
+    if (held === undefined) return undefined
+    const next = fn(held.receipt)
+    if (next === undefined) return held.receipt
+    held.receipt = next
+    held.pending = null
+    return next
+  }
+
+  /** The run left the store at `at`: its receipts' retention starts. */
+  orphan (runId: string, at: number): void {
+    for (const id of this.#byRun.get(runId) ?? []) {
+      const stored = this.#receipts.get(id)
+      if (stored !== undefined && stored.orphanedAt === null) stored.orphanedAt = at
+    }
+  }
+
+  /** Drops receipts past retention. */
+  sweep (): void {
+    for (const [id, stored] of this.#receipts) {
+      if (stored.orphanedAt === null) continue
+      if (this.#expired(stored)) this.#drop(id)
+    }
+  }
+
+  #expired (stored: HeldReceipt): boolean {
+    return stored.orphanedAt !== null && stored.orphanedAt + this.#opts.receiptRetentionMs <= this.#opts.now()
+  }
+
+  #drop (operationId: string): void {
+    const stored = this.#receipts.get(operationId)
+    if (stored === undefined) return
+    this.#receipts.delete(operationId)
+    const ids = this.#byRun.get(stored.receipt.runId)
+    if (ids === undefined) return
+    const i = ids.indexOf(operationId)
+    if (i >= 0) ids.splice(i, 1)
+    if (ids.length === 0) this.#byRun.delete(stored.receipt.runId)
+  }
+
+  /** Over the bound: receipts of runs that are gone go first, oldest first; then the oldest of all. */
+  #evict (): void {
+    for (const [id, stored] of this.#receipts) {
+      if (this.#receipts.size <= this.#opts.maxReceipts) return
+      if (stored.orphanedAt !== null) this.#drop(id)
+    }
+    for (const id of this.#receipts.keys()) {
+      if (this.#receipts.size <= this.#opts.maxReceipts) return
+      this.#drop(id)
+    }
+  }
+}

@@ -1,0 +1,201 @@
+import type { RunRecord } from '../runs/types.js'
+import { MemoryBatchAnswers } from './memory-batches.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, type UpdateResult, holds, markEnded } from './records.js'
+import type { RunStateStore } from './run-state.js'
+
+/** Bounds and clock of the memory run state. */
+export interface MemoryRunOptions {
+  /** Idle runs expire this long after their last use. */
+  runTtlMs: number
+  /** Most runs held; see `createRun` for who is evicted. */
+  maxRuns: number
+  now: () => number
+}
+
+/** Told of every run that leaves the store (expired, evicted), with the time it left. */
+export type RunGoneListener = (run: RunRecord, at: number) => void
+
+/**
+ * Run records in one process. Atomic per run because `updateRun` runs its
+ * function synchronously. Runs are kept in a Map in least-recently-used
+ * order (a touch re-inserts), so expiry and eviction walk from the oldest
+ * end and stop early. Batch ids and answers are in `answers`, written in the
+ * same synchronous steps.
+ */
+export class MemoryRunState implements RunStateStore {
+  readonly #runs = new Map<string, RunRecord>()
+  /** Ended runs, oldest first: the first to go when the store is full. */
+  readonly #ended = new Set<string>()
+  /** Runs whose record holds a waiting batch. */
+  readonly #waiting = new Set<string>()
+  readonly #opts: MemoryRunOptions
+  readonly #gone: RunGoneListener[] = []
+  /** The batch answers this run state writes, read through the `BatchAnswers` contract. */
+  readonly answers = new MemoryBatchAnswers((runId) => this.expire(runId))
+
+  constructor (opts: MemoryRunOptions) {
+    this.#opts = opts
+  }
+
+  /** Adds a listener told of each run that leaves (its receipts and uncertain writes follow it). */
+  onGone (listener: RunGoneListener): void {
+    this.#gone.push(listener)
+  }
+
+  async createRun (run: RunRecord): Promise<boolean> {
+    this.expire(run.runId)
+    if (this.#runs.has(run.runId)) return false
+    if (this.#runs.size >= this.#opts.maxRuns) this.#evictOne()
+    if (this.#runs.size >= this.#opts.maxRuns) return Promise.reject(new StoreFullError())
+    this.#runs.set(run.runId, run)
+    if (run.state === 'ended') this.#ended.add(run.runId)
+    return true
+  }
+
+  async getRun (runId: string): Promise<RunRecord | undefined> {
+    this.expire(runId)
+    return this.#runs.get(runId)
+  }
+
+  async updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
+    return this.#update(runId, fn)
+  }
+
+  async updateRunWithBatchId<T> (runId: string, batchId: string, fn: (run: RunRecord, entry: BatchIdEntry) => T): Promise<UpdateResult<T>> {
+    return this.#update(runId, (run) => {
+      const recorded = this.answers.hashOf(runId, batchId)
+      const entry = { batchId, requestHash: recorded }
+      const value = fn(run, entry)
+      if (entry.requestHash !== undefined && entry.requestHash !== recorded) this.answers.record(runId, batchId, entry.requestHash)
+      return value
+    })
+  }
+
+  async completeBatch (runId: string, owner: string, answer: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
+    let record: BatchRecord | undefined
+    const done = this.#update(runId, (run) => {
+      record = typeof answer === 'function' ? answer(run) : answer
+      const held = holds(run, owner, record.batchId)
+      if (held) run.inFlight = null
+      return held
+    })
+    if (!done.found || !done.value || record === undefined) return false
+    this.answers.store(runId, record)
+    return true
+  }
+
+  /** updateRun's work, synchronous, so completeBatch can add to it in the same step. */
+  #update<T> (runId: string, fn: (run: RunRecord) => T): UpdateResult<T> {
+    this.expire(runId)
+    const run = this.#runs.get(runId)
+    if (run === undefined) return { found: false }
+    const value = fn(run)
+    if (run.waiting != null) this.#waiting.add(runId)
+    else if (this.#waiting.size > 0) this.#waiting.delete(runId)
+    run.lastActiveAt = this.#opts.now()
+    this.#runs.delete(runId)
+    this.#runs.set(runId, run)
+    if (run.state === 'ended') this.#ended.add(runId)
+    return { found: true, value }
+  }
+
+  async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
+    const result = await this.updateRun(runId, (run) => markEnded(run, at))
+    this.answers.drop(runId)
+    return result.found ? result.value : undefined
+  }
+
+  async listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> {
+    const now = this.#opts.now()
+    const mine: RunRecord[] = []
+    for (const run of this.#runs.values()) {
+      if (run.tenant !== tenant || this.expired(run, now)) continue
+      if (after !== undefined && !before(run.lastActiveAt, run.runId, after)) continue
+      mine.push(run)
+    }
+    mine.sort((a, b) => b.lastActiveAt - a.lastActiveAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
+    const runs = mine.slice(0, limit)
+    const last = runs.at(-1)
+    return { runs, next: mine.length > limit && last !== undefined ? { at: last.lastActiveAt, runId: last.runId } : null }
+  }
+
+  async waitingRuns (): Promise<RunRecord[]> {
+    const out: RunRecord[] = []
+    for (const runId of this.#waiting) {
+      const run = this.#runs.get(runId)
+      if (run?.waiting != null) out.push(run)
+    }
+    return out
+  }
+
+  async countRuns (): Promise<{ total: number, active: number, inFlight: number }> {
+    let active = 0
+    let inFlight = 0
+    for (const run of this.#runs.values()) {
+      if (run.state === 'active') active++
+      if (run.inFlight !== null) inFlight++
+    }
+    return { total: this.#runs.size, active, inFlight }
+  }
+
+  /** Whether the run is held, expired or not (the journal and the uncertain index ask without expiring it). */
+  has (runId: string): boolean {
+    return this.#runs.has(runId)
+  }
+
+  /** Every run held, expired ones not swept yet included (check `expired`). */
+  records (): IterableIterator<RunRecord> {
+    return this.#runs.values()
+  }
+
+  /** Drops expired runs, oldest first. */
+  sweep (): void {
+    const now = this.#opts.now()
+    for (const [runId, run] of this.#runs) {
+      if (run.lastActiveAt + this.#opts.runTtlMs > now) break
+      if (run.inFlight === null) this.#remove(runId)
+    }
+  }
+
+  /** Drops the run if it expired: every read does this first, so an expired run is gone before any sweep. */
+  expire (runId: string): void {
+    const run = this.#runs.get(runId)
+    if (run !== undefined && this.expired(run, this.#opts.now())) this.#remove(runId)
+  }
+
+  /** Idle for runTtl, with no batch in flight. */
+  expired (run: RunRecord, now: number): boolean {
+    return run.inFlight === null && run.lastActiveAt + this.#opts.runTtlMs <= now
+  }
+
+  #evictOne (): void {
+    for (const runId of this.#ended) {
+      // A run ended during its batch keeps its lease until the batch finishes.
+      if (this.#runs.get(runId)?.inFlight != null) continue
+      this.#remove(runId)
+      return
+    }
+    for (const [runId, run] of this.#runs) {
+      if (run.inFlight === null) {
+        this.#remove(runId)
+        return
+      }
+    }
+  }
+
+  #remove (runId: string): void {
+    const run = this.#runs.get(runId)
+    this.#runs.delete(runId)
+    this.#waiting.delete(runId)
+    this.#ended.delete(runId)
+    this.answers.drop(runId)
+    if (run === undefined) return
+    const at = this.#opts.now()
+    for (const listener of this.#gone) listener(run, at)
+  }
+}
+
+/** Whether a run used at `at` comes after the cursor in most-recently-used-first order (ties by id, descending). */
+function before (at: number, runId: string, cursor: RunCursor): boolean {
+  return at < cursor.at || (at === cursor.at && runId < cursor.runId)
+}

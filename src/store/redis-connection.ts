@@ -1,0 +1,166 @@
+import { Redis, type RedisOptions } from 'ioredis'
+import type { Logger } from 'pino'
+import type { Script } from './redis-scripts.js'
+import { StoreUnavailableError } from './records.js'
+
+/** The key prefix when the URL names none. */
+export const DEFAULT_PREFIX = 'toolgate:'
+const DEFAULT_COMMAND_TIMEOUT_MS = 5000
+/** How many keys one round trip of a listing reads. */
+export const LIST_CHUNK = 500
+
+/**
+ * What this store has asked of Redis so far: round trips (requests it waited
+ * on; commands sent together in one MULTI or one pipelined batch count once)
+ * and commands (a script counts once, however many keys it touches).
+ */
+export interface RedisTraffic { roundTrips: number, commands: number }
+
+/** How the store's parts reach Redis. */
+export interface RedisConnectionOptions {
+  /** A `redis://` or `rediss://` URL without toolgate's `prefix` parameter. */
+  connection: string
+  /** Prefix of every key and of the cancel channel. */
+  prefix: string
+  /** A command unanswered this long fails (503 to the client). @default 5000 */
+  commandTimeoutMs?: number
+  /** Connection loss and recovery are logged here (never the URL). */
+  logger?: Pick<Logger, 'warn' | 'info'> | undefined
+}
+
+/**
+ * The one Redis client the parts of a Redis store share, with their key
+ * prefix: every command goes through `call` or `eval`, which count the
+ * traffic and turn every failure into a StoreUnavailableError.
+ */
+export class RedisConnection {
+  /** The client every part sends its commands on (through `call` and `eval`). */
+  readonly redis: Redis
+  /** Prefix of every key and of the cancel channel. */
+  readonly prefix: string
+  /** Where connection loss and recovery are logged (never the URL). */
+  readonly logger: Pick<Logger, 'warn' | 'info'> | undefined
+  readonly #traffic: RedisTraffic = { roundTrips: 0, commands: 0 }
+  #down = false
+  #closed = false
+
+  constructor (opts: RedisConnectionOptions) {
+    if (opts.prefix === '') throw new TypeError('Expected `prefix` of the Redis store to be a non-empty string, got ""')
+    this.prefix = opts.prefix
+    this.logger = opts.logger
+    const timeout = opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS
+    this.redis = new Redis(opts.connection, {
+      connectionName: 'toolgate',
+      // Fail fast while Redis is away: a queued command is given up after one
+      // reconnection attempt, an unanswered one after the command timeout.
+      maxRetriesPerRequest: 1,
+      commandTimeout: timeout,
+      connectTimeout: timeout,
+      retryStrategy: (times: number) => Math.min(times * 100, 1000),
+      enableAutoPipelining: true
+    } satisfies RedisOptions)
+    this.watch(this.redis, 'commands')
+  }
+
+  /** True once close() was called. */
+  get closed (): boolean { return this.#closed }
+
+  /** Round trips and commands so far (a copy). */
+  traffic (): RedisTraffic { return { ...this.#traffic } }
+
+  /** A key of this store: `<prefix><kind>` or `<prefix><kind>:<id>`. */
+  key (kind: string, id?: string): string {
+    return id === undefined ? this.prefix + kind : `${this.prefix}${kind}:${id}`
+  }
+
+  /** The run indexes, and with a tenant that tenant's runs. */
+  indexKeys (tenant?: string): string[] {
+    const keys = ['runs', 'active', 'ended', 'leased'].map((name) => this.key('idx', name))
+    if (tenant !== undefined) keys.push(this.key('tenant', tenant))
+    return keys
+  }
+
+  /** Runs a script by its SHA, loading it on NOSCRIPT (one round trip more, counted). */
+  async eval (script: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return this.call(async () => {
+      try {
+        return await this.redis.evalsha(script.sha, keys.length, ...keys, ...args)
+      } catch (err) {
+        if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err
+        this.#traffic.roundTrips++
+        this.#traffic.commands++
+        return this.redis.eval(script.lua, keys.length, ...keys, ...args)
+      }
+    })
+  }
+
+  /** Every Redis failure becomes a StoreUnavailableError, with Redis's message only (never the command's arguments). */
+  async call<T> (op: () => Promise<T>, commands = 1): Promise<T> {
+    // Known lost: answer at once rather than queue the command until the next reconnection attempt.
+    if (lost(this.redis)) throw new StoreUnavailableError('The Redis store is unreachable')
+    this.#traffic.roundTrips++
+    this.#traffic.commands += commands
+    try {
+      return await op()
+    } catch (err) {
+      throw new StoreUnavailableError(`The Redis store failed: ${(err as Error).message}`)
+    }
+  }
+
+  /** Redis answers a PING. */
+  async ready (): Promise<boolean> {
+    // While the first connection is being made the PING waits for it; once lost, the answer is no at once.
+    if (lost(this.redis)) return false
+    try {
+      return (await this.redis.ping()) === 'PONG'
+    } catch {
+      return false
+    }
+  }
+
+  /** Logs a client's loss of Redis once, and its recovery. */
+  watch (client: Redis, role: string): void {
+    client.on('error', (err: Error) => {
+      if (this.#down || this.#closed) return
+      this.#down = true
+      this.logger?.warn({ role, err: { message: err.message } }, 'Redis store unreachable: batches are refused (503) until it is back')
+    })
+    client.on('ready', () => {
+      if (!this.#down) return
+      this.#down = false
+      this.logger?.info({ role }, 'Redis store reachable again')
+    })
+  }
+
+  /** Closes the shared client and any other given (the cancel subscription). */
+  async close (others: ReadonlyArray<Redis | null> = []): Promise<void> {
+    this.#closed = true
+    await Promise.all([this.redis, ...others].map(async (client) => {
+      if (client === null) return
+      // A client that cannot say goodbye is cut off instead.
+      if (client.status === 'ready') await client.quit().catch(() => client.disconnect())
+      else client.disconnect()
+    }))
+  }
+}
+
+/** The store URL without toolgate's own `prefix` parameter, and that prefix. */
+export function parseStoreUrl (raw: string): { connection: string, prefix: string } {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new TypeError('Expected the Redis store URL to be a redis:// or rediss:// URL, got an unparsable value')
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new TypeError(`Expected the Redis store URL to be a redis:// or rediss:// URL, got ${url.protocol}//`)
+  }
+  const prefix = url.searchParams.get('prefix') ?? DEFAULT_PREFIX
+  url.searchParams.delete('prefix')
+  return { connection: url.toString(), prefix }
+}
+
+/** Whether a client lost its connection (and is reconnecting or gave up). */
+export function lost (client: Redis): boolean {
+  return client.status === 'reconnecting' || client.status === 'close' || client.status === 'end'
+}
