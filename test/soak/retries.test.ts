@@ -4,14 +4,28 @@
  * and always sends again, under new call ids, every call whose result was not
  * ok. The executor applies a write, then fails to say so (a timeout, a 5xx, a
  * dropped connection) by a seeded schedule, or refuses it outright (a 4xx).
+ *
+ * The executor keeps its side of docs/retries.md ("What the executor should
+ * do"), since toolgate's promise is made against such an executor: an
+ * idempotent tool's executor answers a repeated Idempotency-Key with the
+ * key's first outcome, a refusal included, and the status endpoint's
+ * definitive answer is final (an operation it answered `failed` is refused
+ * if it arrives after all). Both matter because a send toolgate gave up on
+ * can reach the executor late: on a loaded machine a request written just
+ * before its tool's timeout has been seen to reach the handler a whole turn
+ * later, after the model's re-send (docs/retries.md, "A send that arrives late").
+ *
  * Each application is recorded, in order, by the write's effect identity
  * (tool and canonical arguments), and so is each definitive answer of the
  * status endpoint. No write may be applied while an earlier send of it is
  * unresolved; without a status endpoint none may be applied twice; an
- * idempotent tool's retry must carry the original Idempotency-Key. A re-send
- * after the earlier send was found committed is, by SPEC section 14, a new
- * call the model chose to make: counted and printed, not asserted. Run with
- * and without a status endpoint. TOOLGATE_TEST_SEED replays a failing seed:
+ * idempotent tool's retry must carry the original Idempotency-Key until
+ * something resolved it (the status endpoint, or a definitive answer to a
+ * retry under that key). A re-send after the earlier send was found
+ * committed is, by SPEC section 14, a new call the model chose to make:
+ * counted and printed, not asserted. Run with and without a status
+ * endpoint. A violation prints the write's history (sends, answers, status
+ * answers, in order). TOOLGATE_TEST_SEED replays a failing seed:
  * every decision is keyed by what it is about (a run's call, an operation's
  * n-th status question), so the run without a status endpoint replays
  * exactly; with one, when recovery answers is real time, so a replay may
@@ -41,6 +55,14 @@ const FAULTS: Array<[Fault, number]> = [['fine', 0.55], ['timeout', 0.1], ['http
 
 interface Intent { id: number, tool: Write, args: { k: string, x: number }, done: boolean, sends: number, uncertainOps: Set<string> }
 
+/** What the soak knows of an operation's resolution, outside toolgate. */
+interface Resolutions {
+  /** The status endpoint answered it definitively (toolgate resolves it after that). */
+  byStatus: (operationId: string) => boolean
+  /** A retry under its key got a definitive answer: toolgate resolved it in that batch. */
+  byRetry: Set<string>
+}
+
 export interface SoakFigures {
   turns: number
   calls: number
@@ -53,6 +75,10 @@ export interface SoakFigures {
   /** Applied again after the status endpoint had found the earlier send committed: the model's choice. */
   resendsAfterCommitted: number
   keyMismatches: number
+  /** Sends of an operation the status endpoint had answered failed (a first send arriving late, or a retry racing the resolution): refused, never applied. */
+  lateRefused: number
+  /** Repeated Idempotency-Keys answered with the key's first outcome, a refusal. */
+  repeatedRefusals: number
   blockedRetries: number
   blockedReads: number
   strayBlocks: number
@@ -103,23 +129,52 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
   const answeredAt = new Map<string, number>()
   /** Operation ids whose write was applied (what the status endpoint knows). */
   const appliedOps = new Set<string>()
-  /** An idempotent executor's first answer, by Idempotency-Key. */
-  const byKey = new Map<string, unknown>()
+  /** Operation ids the status endpoint answered `failed`: a definitive answer is final, so they are never applied afterwards. */
+  const fenced = new Set<string>()
+  /** An idempotent executor's first outcome, by Idempotency-Key: the applied answer, or the refusal. */
+  const byKey = new Map<string, { refused: number } | { answer: unknown }>()
+  let lateRefused = 0
+  let repeatedRefusals = 0
+  /** Each write's history by its `k`, printed when it breaks a rule. */
+  const history = new Map<string, string[]>()
+  const note = (k: unknown, line: string): void => { history.set(String(k), [...(history.get(String(k)) ?? []), `${seq} ${line}`]) }
+  const byOp = new Map<string, string>()
   const identity = (c: ExecutorCall): string => `${c.runId}|${c.tool}|${JSON.stringify(c.arguments, Object.keys(c.arguments).sort())}`
+  const refusal = (c: ExecutorCall, reply: { code: (n: number) => { send: (b: unknown) => unknown } }, code: number): unknown =>
+    reply.code(code).send(ACTION.has(c.tool) ? { result: { refused: true } } : { content: 'refused' })
   const behave = async (c: ExecutorCall, req: { raw: { socket: { destroy: () => void } } }, reply: { code: (n: number) => { send: (b: unknown) => unknown } }): Promise<unknown> => {
-    const seen = IDEMPOTENT.has(c.tool) && byKey.has(c.idempotencyKey!)
-    // A repeated key was applied (or refused) already: only the answer can fail now, never be a new refusal.
+    byOp.set(c.operationId, String(c.arguments.k))
+    const first = IDEMPOTENT.has(c.tool) ? byKey.get(c.idempotencyKey!) : undefined
     const key = `${c.runId}|${c.callId}`
     let fault = roll(key)
-    if (seen && fault === 'http4xx') fault = 'fine'
+    // A repeated key was applied (or refused) already: it gets its first outcome, so only the answer can fail now, never be a new refusal.
+    if (first !== undefined && fault === 'http4xx') fault = 'fine'
     faults[fault]++
-    if (fault === 'http4xx') return reply.code(pickBy(`${key}|code`, [409, 422])).send(ACTION.has(c.tool) ? { result: { refused: true } } : { content: 'refused' })
-    let answer = byKey.get(c.idempotencyKey!)
+    if (fenced.has(c.operationId)) {
+      lateRefused++
+      note(c.arguments.k, `arrived ${c.callId} key ${c.idempotencyKey} after the status endpoint answered it failed: refused`)
+      return refusal(c, reply, 409)
+    }
+    if (first !== undefined && 'refused' in first) {
+      repeatedRefusals++
+      note(c.arguments.k, `arrived ${c.callId} key ${c.idempotencyKey}: refused again, as first`)
+      return refusal(c, reply, first.refused)
+    }
+    if (fault === 'http4xx') {
+      const code = pickBy(`${key}|code`, [409, 422])
+      if (IDEMPOTENT.has(c.tool)) byKey.set(c.idempotencyKey!, { refused: code })
+      note(c.arguments.k, `arrived ${c.callId} key ${c.idempotencyKey}: refused`)
+      return refusal(c, reply, code)
+    }
+    let answer = first === undefined ? undefined : first.answer
     if (answer === undefined) {
       applications.set(identity(c), [...(applications.get(identity(c)) ?? []), { operationId: c.operationId, seq: seq++ }])
       appliedOps.add(c.operationId)
       answer = ACTION.has(c.tool) ? { status: 'committed', result: { done: c.arguments.x } } : { content: { done: c.arguments.x } }
-      if (IDEMPOTENT.has(c.tool)) byKey.set(c.idempotencyKey!, answer)
+      if (IDEMPOTENT.has(c.tool)) byKey.set(c.idempotencyKey!, { answer })
+      note(c.arguments.k, `arrived ${c.callId} key ${c.idempotencyKey}: APPLIED, then ${fault}`)
+    } else {
+      note(c.arguments.k, `arrived ${c.callId} key ${c.idempotencyKey}: first answer again, then ${fault}`)
     }
     switch (fault) {
       case 'timeout': await sleep(TOOL_TIMEOUT_MS + 80); return answer
@@ -143,7 +198,11 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
       if (r < 0.15) return { status: 'unknown' }
       if (r < 0.25) return 503
       if (!answeredAt.has(operationId)) answeredAt.set(operationId, seq++)
-      return appliedOps.has(operationId) ? { status: 'committed', result: { recovered: true } } : { status: 'failed' }
+      const applied = appliedOps.has(operationId)
+      // Final: a send of it that arrives after this is refused.
+      if (!applied) fenced.add(operationId)
+      note(byOp.get(operationId), `status of ${operationId}: ${applied ? 'committed' : 'failed'}`)
+      return applied ? { status: 'committed', result: { recovered: true } } : { status: 'failed' }
     })
   }
 
@@ -159,10 +218,15 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
     ]
   })
 
-  const figures: SoakFigures = { turns: 0, calls: 0, faults, statusAnswers: 0, applied: 0, duplicates: 0, duplicatesWhileUnresolved: 0, resendsAfterCommitted: 0, keyMismatches: 0, blockedRetries: 0, blockedReads: 0, strayBlocks: 0, resolved: {}, stillOpen: 0 }
-  await Promise.all(Array.from({ length: RUNS }, (_, i) => model(app, `soak-${withStatusUrl ? 's' : 'n'}-${i}`, figures, ex.calls, (op) => answeredAt.has(op), random(seed + i))))
+  const figures: SoakFigures = { turns: 0, calls: 0, faults, statusAnswers: 0, applied: 0, duplicates: 0, duplicatesWhileUnresolved: 0, resendsAfterCommitted: 0, keyMismatches: 0, lateRefused: 0, repeatedRefusals: 0, blockedRetries: 0, blockedReads: 0, strayBlocks: 0, resolved: {}, stillOpen: 0 }
+  const resolutions: Resolutions = { byStatus: (op) => answeredAt.has(op), byRetry: new Set() }
+  const mismatched: string[] = []
+  await Promise.all(Array.from({ length: RUNS }, (_, i) => model(app, `soak-${withStatusUrl ? 's' : 'n'}-${i}`, figures, ex.calls, resolutions, random(seed + i), note, mismatched)))
+  for (const k of new Set(mismatched)) t.comment(`retried under another key while unresolved: ${k}\n${(history.get(k) ?? []).join('\n')}`)
 
   figures.statusAnswers = statusAnswers
+  figures.lateRefused = lateRefused
+  figures.repeatedRefusals = repeatedRefusals
   for (const [id, list] of applications) {
     figures.applied += list.length
     // An idempotent executor applies a key once, so a second application of an idempotent write means a new key was used.
@@ -173,7 +237,8 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
       if (resolved !== undefined && resolved < list[i]!.seq) figures.resendsAfterCommitted++
       else {
         figures.duplicatesWhileUnresolved++
-        t.comment(`applied again while unresolved: ${id}`)
+        const k = (JSON.parse(id.slice(id.indexOf('{'))) as { k: string }).k
+        t.comment(`applied again while unresolved: ${id}\n${(history.get(k) ?? []).join('\n')}`)
       }
     }
   }
@@ -183,7 +248,8 @@ async function soak (t: Test, seed: number, withStatusUrl: boolean): Promise<Soa
 }
 
 /** One run of the scripted model: each turn re-sends every intent not yet ok (new call ids), adds new writes and a read. */
-async function model (app: FastifyInstance, runId: string, figures: SoakFigures, sent: readonly ExecutorCall[], resolved: (operationId: string) => boolean, rand: () => number): Promise<void> {
+async function model (app: FastifyInstance, runId: string, figures: SoakFigures, sent: readonly ExecutorCall[], resolutions: Resolutions, rand: () => number,
+  note: (k: string, line: string) => void, mismatched: string[]): Promise<void> {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!
   const made = await app.inject({ method: 'POST', url: '/v1/runs', payload: { runId, limits: NO_LOOP_LIMITS } })
   if (made.statusCode !== 201) throw new Error(`run ${runId}: ${made.body}`)
@@ -215,8 +281,16 @@ async function model (app: FastifyInstance, runId: string, figures: SoakFigures,
       const r = byId.get(call.id)!
       const pendingOp = [...intent.uncertainOps].at(-1)
       const got = arrived.get(call.id)
-      // Once the status endpoint resolved the pending send, the re-send is a new call under its own key.
-      if (IDEMPOTENT.has(intent.tool) && pendingOp !== undefined && !resolved(pendingOp) && got !== undefined && got.idempotencyKey !== pendingOp) figures.keyMismatches++
+      const unsent = r.details.reason === 'executor_unavailable'
+      const definitive = r.status !== 'uncertain' && r.details.receipt?.status !== 'uncertain' && !unsent
+      note(intent.args.k, `turn ${turn} ${call.id}: ${r.status}${r.details.reason === undefined ? '' : ` (${r.details.reason})`} op ${r.details.operationId ?? r.details.blockedByOperation ?? '-'}${got === undefined ? ', not arrived in the turn' : ` sent under ${got.idempotencyKey}`}`)
+      // Once the pending send is resolved (by the status endpoint, or by a retry's definitive answer), the re-send is a new call under its own key.
+      const pendingOpen = pendingOp !== undefined && !resolutions.byStatus(pendingOp) && !resolutions.byRetry.has(pendingOp)
+      if (IDEMPOTENT.has(intent.tool) && pendingOpen && got !== undefined && got.idempotencyKey !== pendingOp) {
+        figures.keyMismatches++
+        mismatched.push(intent.args.k)
+      }
+      if (pendingOpen && got?.idempotencyKey === pendingOp && definitive) resolutions.byRetry.add(pendingOp)
       intent.sends++
       if (r.status === 'ok') {
         intent.done = true
