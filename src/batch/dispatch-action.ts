@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { PreparedCall } from '../prepare/types.js'
+import { type ReceiptCall, answeredReceipt, dispatchTiming, pendingReceipt, replayedReceipt } from '../receipts/lifecycle.js'
 import { projectReceipt } from '../receipts/projection.js'
 import type { Receipt } from '../receipts/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
@@ -26,9 +27,6 @@ export interface ActionContext extends DispatchContext {
   approvedAt?: string
 }
 
-/** Why a pending receipt's outcome is unknown: the dispatch that wrote it never recorded an answer (its replica died, or the store failed). */
-export const NO_ANSWER_RECORDED = 'no_answer_recorded'
-
 const NOT_JOURNALLED_MESSAGE = 'The action was not performed: its operation could not be recorded before sending, so it was not sent. Nothing changed; it may be retried.'
 
 /**
@@ -45,7 +43,7 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<ActionOutcome>> {
   const dispatchedAt = new Date()
   const t0 = performance.now()
-  const pending = pendingReceipt(ctx, call, operationId, preparedAt, dispatchedAt.toISOString())
+  const pending = pendingReceipt(receiptCall(ctx, call), operationId, preparedAt, dispatchedAt.toISOString(), ctx.approvedAt)
   const token = randomUUID()
   let stored: Receipt
   try {
@@ -62,20 +60,10 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
   let shown: Receipt
   if (stored !== pending) {
     receipt = stored
-    shown = { ...stored, dispatch: { ...stored.dispatch, disposition: 'replayed' } }
+    shown = replayedReceipt(stored)
   } else {
     const answer = await sendToExecutor(ctx, call, operationId, trace, argumentsJson)
-    const durationMs = performance.now() - t0
-    const completedAt = new Date(dispatchedAt.getTime() + durationMs).toISOString()
-    const { status, result, stateRevision, end } = interpretActionAnswer(answer)
-    receipt = {
-      ...pending,
-      status,
-      result,
-      stateRevision,
-      timeline: [...pending.timeline, { event: end, at: completedAt }],
-      timing: { dispatchedAt: pending.timing.dispatchedAt, completedAt, durationMs: Math.round(durationMs * 1000) / 1000 }
-    }
+    receipt = answeredReceipt(pending, interpretActionAnswer(answer), dispatchTiming(dispatchedAt, performance.now() - t0))
     // False only when the pending receipt went meanwhile (evicted or expired): this receipt is still what happened.
     await ctx.store.settleReceipt(receipt, ctx.tenant, token)
     shown = receipt
@@ -112,28 +100,9 @@ export async function actionResult (ctx: ActionContext, call: PreparedCall, oper
   return { value: { status: callStatus, content: check.content, isError: callStatus !== 'ok', details }, uncertain: callStatus === 'uncertain', closeBatch: false }
 }
 
-/**
- * The receipt of a dispatch about to be sent: its outcome unknown until the
- * executor answers. It has no completion, so `completedAt` is `dispatchedAt`
- * and `durationMs` 0.
- */
-export function pendingReceipt (ctx: ActionContext, call: PreparedCall, operationId: string, preparedAt: string, dispatchedAt: string): Receipt {
-  return {
-    operationId,
-    runId: ctx.runId,
-    batchId: ctx.batchId,
-    callId: call.id,
-    tool: call.tool.name,
-    intent: { action: call.tool.name, arguments: call.arguments },
-    status: 'uncertain',
-    result: { error: 'outcome_unknown', cause: NO_ANSWER_RECORDED },
-    stateRevision: null,
-    timeline: ctx.approvedAt === undefined
-      ? [{ event: 'prepared', at: preparedAt }, { event: 'dispatched', at: dispatchedAt }]
-      : [{ event: 'prepared', at: preparedAt }, { event: 'approved', at: ctx.approvedAt }, { event: 'dispatched', at: dispatchedAt }],
-    dispatch: { disposition: 'dispatched', attempts: 1 },
-    timing: { dispatchedAt, completedAt: dispatchedAt, durationMs: 0 }
-  }
+/** The call as its receipt names it. */
+export function receiptCall (ctx: ActionContext, call: PreparedCall): ReceiptCall {
+  return { runId: ctx.runId, batchId: ctx.batchId, callId: call.id, tool: call.tool.name, arguments: call.arguments }
 }
 
 export { interpretActionAnswer } from './interpret.js'

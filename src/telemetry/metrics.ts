@@ -161,23 +161,23 @@ const labelOf = (c: { tool: string, known: boolean }): string => (c.known ? c.to
 
 /** The metrics side of one batch. */
 class BatchMetrics implements BatchObserver {
-  readonly #m: Metrics
+  readonly #metrics: Metrics
 
   constructor (metrics: Metrics) {
-    this.#m = metrics
+    this.#metrics = metrics
   }
 
   epochStarted (_epoch: number, size: number): void {
-    this.#m.epochs.inc()
-    this.#m.epochWidth.observe(size)
+    this.#metrics.epochs.inc()
+    this.#metrics.epochWidth.observe(size)
   }
 
   callStarted (): void {
-    this.#m.callStarted()
+    this.#metrics.callStarted()
   }
 
   callSettled (c: CallSettledInfo): void {
-    const m = this.#m
+    const m = this.#metrics
     const tool = labelOf(c)
     m.callSettled(tool, c.status, c.durationMs !== null)
     if (c.durationMs !== null) m.callDuration.observe(c.durationMs / 1000, tool)
@@ -187,21 +187,21 @@ class BatchMetrics implements BatchObserver {
   }
 
   repeatDetected (c: CallInfo, action: 'advisory' | 'terminated', _count: number, kind: LoopKind = 'exact'): void {
-    this.#m.loopDetections.inc([kind, action])
+    this.#metrics.loopDetections.inc([kind, action])
     // A termination is counted once, by its reason (toolgate_run_terminations_total).
-    if (kind === 'exact' && action === 'advisory') this.#m.repeatAdvisories.inc([labelOf(c)])
+    if (kind === 'exact' && action === 'advisory') this.#metrics.repeatAdvisories.inc([labelOf(c)])
   }
 
   projectionFailed (c: CallInfo): void {
-    this.#m.projectionFailures.inc([labelOf(c)])
+    this.#metrics.projectionFailures.inc([labelOf(c)])
   }
 
   runTerminated (reason: string): void {
-    this.#m.runTerminations.inc([reason])
+    this.#metrics.runTerminations.inc([reason])
   }
 
   batchCompleted (outcome: BatchOutcome, durationMs: number): void {
-    this.#m.batchCompleted(outcome)
-    this.#m.batchDuration.observe(durationMs / 1000)
+    this.#metrics.batchCompleted(outcome)
+    this.#metrics.batchDuration.observe(durationMs / 1000)
   }
 }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import type { Receipt } from '../receipts/types.js'
 import type { Store } from '../store/types.js'
 import type { UncertainMetrics } from './metrics.js'
-import { settleUncertainReceipt } from './settle-receipt.js'
+import { resolvedReceipt } from '../receipts/lifecycle.js'
 import type { Outcome, ResolvedHow, Uncertainty } from './types.js'
 
 export interface Resolved {
@@ -44,7 +44,7 @@ export class UncertainResolver {
     if (open.action) {
       // The receipt before the run: once the run lets an identical call through, the journal already says what happened.
       const at = new Date(this.#now()).toISOString()
-      receipt = await this.#store.reviseReceipt(operationId, (r) => settleUncertainReceipt(r, outcome, how, at))
+      receipt = await this.#store.reviseReceipt(operationId, (r) => resolvedReceipt(r, outcome, how, at))
     }
     const taken = await this.#store.updateRun(runId, (r) => {
       const i = r.uncertain?.findIndex((u) => u.operationId === operationId) ?? -1

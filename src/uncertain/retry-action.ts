@@ -1,6 +1,7 @@
-import { type ActionContext, type ActionOutcome, actionResult, interpretActionAnswer, pendingReceipt } from '../batch/dispatch-action.js'
+import { type ActionContext, type ActionOutcome, actionResult, interpretActionAnswer, receiptCall } from '../batch/dispatch-action.js'
 import { sendToExecutor } from '../batch/dispatch-call.js'
 import type { PreparedCall } from '../prepare/types.js'
+import { dispatchTiming, pendingReceipt, retriedReceipt } from '../receipts/lifecycle.js'
 import type { Receipt } from '../receipts/types.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 
@@ -17,34 +18,23 @@ export async function retryAction (ctx: ActionContext, call: PreparedCall, opera
   const dispatchedAt = new Date()
   const t0 = performance.now()
   const answer = await sendToExecutor(ctx, call, operationId, trace, argumentsJson)
+  const pending = (at: string): Receipt => pendingReceipt(receiptCall(ctx, call), operationId, preparedAt, at, ctx.approvedAt)
   if (answer.kind === 'unsent') {
     // Never sent: nothing is known of the original dispatch, so its receipt stays uncertain (and the uncertainty open).
-    const stored = (await ctx.store.getReceipt(operationId).catch(() => undefined))?.receipt ?? pendingReceipt(ctx, call, operationId, preparedAt, dispatchedAt.toISOString())
+    const stored = (await ctx.store.getReceipt(operationId).catch(() => undefined))?.receipt ?? pending(dispatchedAt.toISOString())
     return await actionResult(ctx, call, operationId, stored, stored)
   }
-  const durationMs = performance.now() - t0
-  const completedAt = new Date(dispatchedAt.getTime() + durationMs).toISOString()
-  const { status, result, stateRevision, end } = interpretActionAnswer(answer)
-  const timing = { dispatchedAt: dispatchedAt.toISOString(), completedAt, durationMs: Math.round(durationMs * 1000) / 1000 }
-  const settle = (r: Receipt): Receipt | undefined => r.status !== 'uncertain'
-    ? undefined
-    : {
-        ...r,
-        status,
-        result,
-        stateRevision,
-        timeline: [...r.timeline, { event: 'retried', at: timing.dispatchedAt }, { event: end, at: completedAt }],
-        dispatch: { disposition: 'dispatched', attempts: r.dispatch.attempts + 1 },
-        timing
-      }
+  const outcome = interpretActionAnswer(answer)
+  const timing = dispatchTiming(dispatchedAt, performance.now() - t0)
   let receipt: Receipt | undefined
   try {
-    receipt = await ctx.store.reviseReceipt(operationId, settle)
+    receipt = await ctx.store.reviseReceipt(operationId, (r) => retriedReceipt(r, outcome, timing))
     // The original receipt is gone (past retention): this answer starts the operation's journal entry again.
-    receipt ??= await ctx.store.putReceipt({ ...pendingReceipt(ctx, call, operationId, preparedAt, timing.dispatchedAt), status, result, stateRevision, timing }, ctx.tenant)
+    const { status, result, stateRevision } = outcome
+    receipt ??= await ctx.store.putReceipt({ ...pending(timing.dispatchedAt), status, result, stateRevision, timing }, ctx.tenant)
   } catch {
     // Not recorded: the call still says what the executor answered.
-    receipt = settle(pendingReceipt(ctx, call, operationId, preparedAt, timing.dispatchedAt))!
+    receipt = retriedReceipt(pending(timing.dispatchedAt), outcome, timing)!
   }
   return await actionResult(ctx, call, operationId, receipt, receipt)
 }

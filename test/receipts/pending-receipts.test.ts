@@ -5,7 +5,7 @@
  * replayed as uncertain when resent, never sent twice.
  */
 import t, { type Test } from 'tap'
-import { NO_ANSWER_RECORDED } from '../../src/batch/dispatch-action.js'
+import { NO_ANSWER_RECORDED } from '../../src/receipts/lifecycle.js'
 import { type RunIdentity, operationId } from '../../src/receipts/operation-id.js'
 import type { Receipt } from '../../src/receipts/types.js'
 import { fingerprint } from '../../src/repeat/fingerprint.js'
