@@ -20,6 +20,7 @@ import { McpServers } from './mcp/servers.js'
 import type { ReconnectPolicy } from './mcp/connection.js'
 import { UncertainWrites, type UncertainWritesOptions } from './uncertain/service.js'
 import { ApprovalService } from './approvals/service.js'
+import { type Clock, systemClock } from './clock.js'
 
 /** Everything the routes use; built once per app instance. */
 export interface Services {
@@ -51,10 +52,13 @@ export interface ServiceOverrides {
   leaseMs?: number
   /** How MCP servers are reconnected (tests shorten it). */
   mcpReconnect?: ReconnectPolicy
-  /** Recovery's clock and attempt hook (tests). */
-  uncertain?: Pick<UncertainWritesOptions, 'clock' | 'onRecoveryAttempt'>
-  /** The clock of approvals (requests, decisions, expiry); tests move it by hand. */
-  approvalClock?: () => number
+  /** Told of every recovery attempt (tests). */
+  uncertain?: Pick<UncertainWritesOptions, 'onRecoveryAttempt'>
+  /**
+   * The clock of every deadline, lease, TTL and expiry, and of the times
+   * answers carry: tests put one in they move by hand. @default systemClock
+   */
+  clock?: Clock
   /** How often this replica sweeps for expired approvals; 0 leaves it to `approvals.sweep()`. @default 1000 */
   approvalSweepMs?: number
 }
@@ -65,9 +69,10 @@ const APPROVAL_SWEEP_MS = 1000
 
 export function createServices (config: Config, logger: Logger, overrides: ServiceOverrides = {}): Services {
   const runTtlMs = config.runTtlSeconds * 1000
-  const unmetered = overrides.store ?? createStore(config, logger)
+  const clock = overrides.clock ?? systemClock
+  const unmetered = overrides.store ?? createStore(config, logger, clock)
   const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins })
-  const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes })
+  const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes, clock })
   const telemetry = createTelemetry({ logger, store: unmetered, toolNames: () => tools.list().map((t) => t.name), extra: overrides.telemetry })
   // Everything but the scrape's own gauges goes through the timed store.
   const store = meteredStore(unmetered, telemetry.metrics.registry)
@@ -83,6 +88,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     replicaId,
     recoveryWindowMs: config.recoveryWindowSeconds * 1000,
     recoveryConcurrency: config.recoveryConcurrency,
+    clock,
     ...overrides.uncertain
   })
   const engine = new BatchEngine({
@@ -91,13 +97,15 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     http: new TracedExecutor(new HttpExecutor(client)),
     telemetry,
     ...(authorizer === undefined ? {} : { authorizer }),
+    clock,
+    logger,
     replicaId,
     leaseMs: overrides.leaseMs ?? config.leaseMs,
     maxArgumentBytes: config.maxArgumentBytes,
     slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
-    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, now: overrides.approvalClock ?? Date.now }
+    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
   })
   const approvals = new ApprovalService({
     store,
@@ -107,7 +115,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     registry: telemetry.metrics.registry,
     logger,
     maxArgumentBytes: config.maxArgumentBytes,
-    now: overrides.approvalClock ?? Date.now,
+    clock,
     sweepIntervalMs: overrides.approvalSweepMs ?? APPROVAL_SWEEP_MS
   })
   const runs = new RunService({
@@ -118,7 +126,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     loopDefaults: config,
     onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout'),
     onCancelledWaiting: (runId) => approvals.settleCancelled(runId),
-    logger
+    logger,
+    clock
   })
   const services: Services = {
     config,

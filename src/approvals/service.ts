@@ -2,6 +2,7 @@ import { Counter, type Registry } from 'prom-client'
 import type { Logger } from 'pino'
 import type { BatchEngine, TakenUp } from '../batch/engine.js'
 import type { BatchEvent } from '../batch/types.js'
+import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
@@ -22,8 +23,8 @@ export interface ApprovalServiceOptions {
   registry: Registry
   logger: Pick<Logger, 'info' | 'warn'>
   maxArgumentBytes: number
-  /** The clock of requests, decisions and expiry. @default Date.now */
-  now?: () => number
+  /** The clock of requests, decisions, expiry and the sweep. @default systemClock */
+  clock?: Clock
   /** How often this replica looks for expired approvals; 0 only when `sweep` is called. */
   sweepIntervalMs: number
 }
@@ -42,16 +43,16 @@ export interface DecisionAnswer { status: 200 | 202, body: string }
 export class ApprovalService {
   readonly waiters: BatchWaiters
   readonly #options: ApprovalServiceOptions
-  readonly #now: () => number
+  readonly #clock: Clock
   readonly #decisions: Counter<'tool' | 'decision'>
-  #timer: NodeJS.Timeout | null = null
+  #timer: TimerHandle | null = null
   #sweeping: Promise<number> | null = null
   #sweepFailed = false
 
   constructor (opts: ApprovalServiceOptions) {
     this.#options = opts
     this.waiters = new BatchWaiters(opts.logger)
-    this.#now = opts.now ?? Date.now
+    this.#clock = opts.clock ?? systemClock
     this.#decisions = new Counter({
       name: 'toolgate_approvals_total',
       help: 'Decisions on calls held for approval, by tool and decision (approved, denied, expired).',
@@ -59,13 +60,12 @@ export class ApprovalService {
       registers: [opts.registry]
     })
     if (opts.sweepIntervalMs > 0) {
-      this.#timer = setInterval(() => { void this.sweep() }, opts.sweepIntervalMs)
-      this.#timer.unref()
+      this.#timer = this.#clock.setInterval(() => { void this.sweep() }, opts.sweepIntervalMs)
     }
   }
 
   close (): void {
-    if (this.#timer !== null) clearInterval(this.#timer)
+    if (this.#timer !== null) this.#clock.clearInterval(this.#timer)
     this.#timer = null
   }
 
@@ -94,7 +94,7 @@ export class ApprovalService {
       throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
     }
     const edits = await this.#prepareEdits(run, w, decisions)
-    const now = this.#now()
+    const now = this.#clock.now()
     const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, waiting) => applyDecisions(waiting, decisions, edits, by, now))
     if (taken === undefined) throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
     this.#announce(runId, batchId, taken.value, taken.waiting)
@@ -124,7 +124,7 @@ export class ApprovalService {
   async #sweep (): Promise<number> {
     let ran = 0
     try {
-      const now = this.#now()
+      const now = this.#clock.now()
       for (const run of await this.#options.store.waitingRuns()) {
         const w = run.waiting
         if (w == null || w.phase !== 'awaiting' || (w.expiresAt > now && run.state === 'active')) continue
@@ -140,7 +140,7 @@ export class ApprovalService {
   }
 
   async #takeUpStale (runId: string, batchId: string): Promise<boolean> {
-    const now = this.#now()
+    const now = this.#clock.now()
     const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, w) => expirePending(w, now))
     if (taken === undefined) return false
     this.#announce(runId, batchId, taken.value, taken.waiting)

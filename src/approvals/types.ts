@@ -79,5 +79,4 @@ export interface ApprovalSettings {
   ttlMs: number
   /** How long after the approvals expire the run stays pinned, should no replica take the batch up at once. */
   graceMs: number
-  now: () => number
 }

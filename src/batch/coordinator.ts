@@ -11,6 +11,7 @@
 import { performance } from 'node:perf_hooks'
 import type { WaitingBatch } from '../approvals/types.js'
 import { restoreOutcomes } from '../approvals/waiting.js'
+import type { TimerHandle } from '../clock.js'
 import { EventRecorder } from '../events/recorder.js'
 import { canonicalText } from '../repeat/fingerprint.js'
 import { terminateByTimeout } from '../runs/deadline.js'
@@ -66,7 +67,7 @@ export function loadWaiting (deps: EngineDeps, run: RunRecord, w: WaitingBatch):
  */
 export async function runBatch (deps: EngineDeps, leases: LeaseKeeper, run: RunRecord, state: BatchState, io: BatchIo): Promise<BatchAnswer> {
   const t0 = performance.now()
-  const controller = new StopSwitch()
+  const controller = new StopSwitch(deps.clock)
   const recorder = new EventRecorder(state.options.events, io.onEvent)
   if (state.approvals !== undefined) recorder.continueFrom(state.approvals.events)
   const info: BatchInfo = { runId: state.runId, batchId: state.batchId, tenant: state.tenant, reqId: io.reqId, keyName: io.keyName, turn: state.turn, calls: state.calls.length, mode: state.options.toolExecution }
@@ -84,7 +85,7 @@ export async function runBatch (deps: EngineDeps, leases: LeaseKeeper, run: RunR
     return await runPhases(state, rt)
   } catch (err) {
     observer.batchCompleted('error', performance.now() - t0)
-    await releaseAfterFailure(deps.store, state.runId, state.batchId)
+    await releaseAfterFailure(deps.store, state.runId, state.batchId, deps.logger)
     throw err
   } finally {
     signal?.removeEventListener('abort', onClientGone)
@@ -121,7 +122,7 @@ async function runPhases (state: BatchState, rt: BatchRuntime): Promise<BatchAns
     }
     return await answer(state, rt)
   } finally {
-    if (deadline !== null) clearTimeout(deadline)
+    if (deadline !== null) rt.deps.clock.clearTimeout(deadline)
   }
 }
 
@@ -131,18 +132,16 @@ async function runPhases (state: BatchState, rt: BatchRuntime): Promise<BatchAns
  * still running have settled, so it reads `timeout` meanwhile and a cancel
  * that comes after the deadline finds it so.
  */
-function startDeadline (state: BatchState, rt: BatchRuntime): NodeJS.Timeout | null {
+function startDeadline (state: BatchState, rt: BatchRuntime): TimerHandle | null {
   const { timeoutMs } = state.options.limits
-  const remaining = timeoutMs === null ? Infinity : state.createdAt + timeoutMs - Date.now()
+  const remaining = timeoutMs === null ? Infinity : state.createdAt + timeoutMs - rt.deps.clock.now()
   // Node fires a timer of more than 2^31-1 ms at once; a deadline that far off cannot pass during one batch anyway.
   if (remaining > MAX_TIMER_MS) return null
-  const t = setTimeout(() => {
+  return rt.deps.clock.setTimeout(() => {
     rt.controller.abort('timeout')
     // Serialized with the batch's own updates: the answer phase sees the run terminated already and reports nothing twice.
     rt.deps.store.updateRun(state.runId, terminateByTimeout).then((u) => {
       if (u.found && u.value) rt.observer.runTerminated('timeout')
     }, () => { /* the answer phase terminates it when the batch settles */ })
   }, Math.max(0, remaining))
-  t.unref()
-  return t
 }

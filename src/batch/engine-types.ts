@@ -2,7 +2,9 @@
  * What the batch engine is given and answers, shared by the engine, the
  * coordinator and the phases so none of them imports another for its types.
  */
+import type { Logger } from 'pino'
 import type { ApprovalSettings } from '../approvals/types.js'
+import type { Clock } from '../clock.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
@@ -22,6 +24,10 @@ export interface EngineDeps {
   http: Executor
   telemetry: Telemetry
   authorizer?: ExternalAuthorizer
+  /** The wall clock of leases, deadlines, approvals' expiry and the times answers carry. */
+  clock: Clock
+  /** Where store failures no request answers for (a lease renewal, a release) are logged. */
+  logger?: Pick<Logger, 'warn'>
   /** Identifies this process in a run's lease. */
   replicaId: string
   /** How long a batch lease lasts without renewal. */

@@ -140,7 +140,7 @@ export class BatchEngine {
   async #resume (req: BatchRequest, calls: IdentifiedCalls): Promise<BatchAnswer> {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Start, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
       ownedRun(run, req.tenant, req.runId)
-      const now = Date.now()
+      const now = this.#deps.clock.now()
       if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
       if (leased(run, now)) return { kind: 'busy' }
       if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
@@ -170,7 +170,7 @@ export class BatchEngine {
       const w = run.waiting
       if (w == null || w.batchId !== batchId) return undefined
       const value = step(run, w)
-      const now = Date.now()
+      const now = this.#deps.clock.now()
       const timedOut = applyDeadline(run, now)
       const start = resume(run, w, this.#deps, now)
       return { value, start, timedOut, waiting: structuredClone(w), run }
@@ -189,7 +189,7 @@ export class BatchEngine {
   /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
   #start (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Start {
     ownedRun(run, req.tenant, req.runId)
-    const now = Date.now()
+    const now = this.#deps.clock.now()
     const known = entry.requestHash
     const busy = leased(run, now)
     if (known !== undefined) {

@@ -1,4 +1,5 @@
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici'
+import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import type { HttpAnswer } from './executor.js'
 
 export interface ExecutorRequest {
@@ -19,6 +20,8 @@ export interface ExecutorClientOptions {
   keepAliveTimeoutMs?: number
   /** Sockets per executor origin. */
   connectionsPerOrigin?: number
+  /** Runs the tools' timeouts. @default systemClock */
+  clock?: Clock
 }
 
 /** Failures that happen before a single byte of the request is written. */
@@ -46,21 +49,23 @@ class ToolTimeout extends Error {
 class Exchange implements Dispatcher.DispatchHandler {
   readonly #maxBytes: number
   readonly #resolve: (answer: HttpAnswer) => void
+  readonly #clock: Clock
   #controller: Dispatcher.DispatchController | null = null
-  #timer: NodeJS.Timeout | null = null
+  #timer: TimerHandle | null = null
   #timedOut = false
   #settled = false
   #status: number | null = null
   #chunks: Buffer[] = []
   #size = 0
 
-  constructor (maxBytes: number, resolve: (answer: HttpAnswer) => void) {
+  constructor (maxBytes: number, resolve: (answer: HttpAnswer) => void, clock: Clock) {
     this.#maxBytes = maxBytes
     this.#resolve = resolve
+    this.#clock = clock
   }
 
   startTimer (ms: number): void {
-    this.#timer = setTimeout(() => {
+    this.#timer = this.#clock.setTimeout(() => {
       this.#timedOut = true
       if (this.#controller === null) {
         // Not written yet (waiting for a socket, or connecting): it never will be,
@@ -124,7 +129,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #settle (answer: HttpAnswer): void {
     if (this.#settled) return
     this.#settled = true
-    if (this.#timer !== null) clearTimeout(this.#timer)
+    if (this.#timer !== null) this.#clock.clearTimeout(this.#timer)
     this.#chunks = []
     this.#resolve(answer)
   }
@@ -141,7 +146,7 @@ export class ExecutorClient {
   readonly #opts: Required<ExecutorClientOptions>
 
   constructor (opts: ExecutorClientOptions) {
-    this.#opts = { connectTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, connectionsPerOrigin: 128, ...opts }
+    this.#opts = { connectTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, connectionsPerOrigin: 128, clock: systemClock, ...opts }
     this.#agent = new Agent({
       connections: this.#opts.connectionsPerOrigin,
       keepAliveTimeout: this.#opts.keepAliveTimeoutMs,
@@ -155,7 +160,7 @@ export class ExecutorClient {
    */
   post (req: ExecutorRequest): Promise<HttpAnswer> {
     return new Promise((resolve) => {
-      const exchange = new Exchange(this.#opts.maxResponseBytes, resolve)
+      const exchange = new Exchange(this.#opts.maxResponseBytes, resolve, this.#opts.clock)
       try {
         const target = this.#target(req.url)
         exchange.startTimer(req.timeoutMs)

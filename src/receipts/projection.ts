@@ -21,7 +21,7 @@ export interface ProjectionOptions {
  * evaluation holds the event loop (its steps chain microtasks), so the box is
  * what one projection can take from every other request at worst.
  */
-export const DEFAULT_PROJECTION_TIMEOUT_MS = 100
+const DEFAULT_PROJECTION_TIMEOUT_MS = 100
 /** Default evaluation depth limit of a projection. */
 export const DEFAULT_PROJECTION_MAX_DEPTH = 200
 

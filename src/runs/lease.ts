@@ -6,6 +6,8 @@
  * failed. A renewal that finds the lease gone (another replica took it over)
  * or the run stopped stops the batch: nothing more of it starts.
  */
+import type { Logger } from 'pino'
+import type { Clock, TimerHandle } from '../clock.js'
 import type { RunRecord } from './types.js'
 import type { StopSwitch } from '../schedule/types.js'
 import { type BatchRecord, type Store, holds } from '../store/types.js'
@@ -16,6 +18,10 @@ export interface LeaseTerms {
   replicaId: string
   /** How long a lease lasts without renewal. */
   leaseMs: number
+  /** The clock leases expire on. */
+  clock: Clock
+  /** Where a store that cannot renew or release a lease is logged (the metered store counts it). */
+  logger?: Pick<Logger, 'warn'> | undefined
 }
 
 /** Inside the run's atomic update: whether any batch holds the run's lease at `now`. */
@@ -42,11 +48,13 @@ export function releaseWithAnswer (store: Store, runId: string, terms: LeaseTerm
   return store.completeBatch(runId, terms.replicaId, record)
 }
 
-/** Releases the lease of a batch that failed (a bug must not leave its run leased forever); a store that cannot is left to the lease's expiry. */
-export async function releaseAfterFailure (store: Store, runId: string, batchId: string): Promise<void> {
+/** Releases the lease of a batch that failed (a bug must not leave its run leased forever); a store that cannot is logged and left to the lease's expiry. */
+export async function releaseAfterFailure (store: Store, runId: string, batchId: string, logger?: Pick<Logger, 'warn'>): Promise<void> {
   await store.updateRun(runId, (r) => {
     if (r.inFlight?.batchId === batchId) r.inFlight = null
-  }).catch(() => {})
+  }).catch((err: unknown) => {
+    logger?.warn({ runId, batchId, err: { message: (err as Error).message } }, 'Store failed to release the lease of a failed batch; the run is free once the lease expires')
+  })
 }
 
 /** A batch running in this process: its stop switch, and the batch whose lease it holds. */
@@ -63,18 +71,19 @@ export class LeaseKeeper {
   readonly #store: Store
   readonly #terms: LeaseTerms
   readonly #running = new Map<string, RunningBatch>()
-  readonly #renewal: NodeJS.Timeout
+  readonly #renewal: TimerHandle
+  /** The store failed the last renewal: logged once until one succeeds again. */
+  #failing = false
 
   constructor (store: Store, terms: LeaseTerms) {
     this.#store = store
     this.#terms = terms
-    this.#renewal = setInterval(() => { this.#renewAll() }, Math.max(MIN_RENEWAL_MS, Math.floor(terms.leaseMs / 3)))
-    this.#renewal.unref()
+    this.#renewal = terms.clock.setInterval(() => { this.#renewAll() }, Math.max(MIN_RENEWAL_MS, Math.floor(terms.leaseMs / 3)))
   }
 
   /** Stops renewing. */
   close (): void {
-    clearInterval(this.#renewal)
+    this.#terms.clock.clearInterval(this.#renewal)
   }
 
   /** Batches running in this process. */
@@ -112,19 +121,24 @@ export class LeaseKeeper {
    * took over means this one must not start anything more.
    */
   #renew (runId: string, { controller, batchId }: RunningBatch): void {
-    const { replicaId, leaseMs } = this.#terms
+    const { replicaId, leaseMs, clock } = this.#terms
     // Counted from before the store was asked: the lease it writes lasts at least this long.
-    const asked = Date.now()
+    const asked = clock.now()
     this.#store.updateRun(runId, (r) => {
       const held = holds(r, replicaId, batchId)
-      if (held) r.inFlight!.leaseExpiresAt = Date.now() + leaseMs
+      if (held) r.inFlight!.leaseExpiresAt = clock.now() + leaseMs
       return { state: r.state, held }
     }).then((renewed) => {
+      this.#failing = false
       const state = renewed.found ? renewed.value.state : 'ended'
       if (state === 'cancelled' || state === 'ended') controller.abort(state)
       else if (renewed.found && !renewed.value.held) controller.abort('lease_lost')
       else if (renewed.found) controller.holdUntil(asked + leaseMs - this.#margin())
-    }, () => { /* the next renewal retries; the lease it holds runs out meanwhile */ })
+    }, (err: unknown) => {
+      // The next renewal tries again; meanwhile nothing of the batch starts past the lease it holds.
+      if (!this.#failing) this.#terms.logger?.warn({ runId, batchId, err: { message: (err as Error).message } }, 'Store failed to renew a lease; the batch starts nothing more past its lease until a renewal succeeds')
+      this.#failing = true
+    })
   }
 
   /**

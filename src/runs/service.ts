@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { CreateRunInput } from '../../schemas/run.js'
+import { type Clock, systemClock } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import { StoreFullError } from '../store/memory.js'
 import type { Store } from '../store/types.js'
@@ -25,14 +26,18 @@ export interface RunServiceOptions {
   onCancelledWaiting?: (runId: string) => Promise<void>
   /** Where a cancel the store could not publish is logged (the run's stored state still says it). */
   logger?: Pick<Logger, 'warn'>
+  /** The clock of runs' creation, deadlines and ending. @default systemClock */
+  clock?: Clock
 }
 
 /** Run life cycle behind the routes: create, read, end, cancel, messages. */
 export class RunService {
   readonly #options: RunServiceOptions
+  readonly #clock: Clock
 
   constructor (opts: RunServiceOptions) {
     this.#options = opts
+    this.#clock = opts.clock ?? systemClock
   }
 
   /** A replica running the run's batch hears it at its next lease renewal instead: logged, not thrown (the store counts the failure). */
@@ -46,7 +51,7 @@ export class RunService {
   }
 
   async create (tenant: string, input: CreateRunInput): Promise<RunView> {
-    const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#options.maxConcurrentTools, this.#options.loopDefaults), Date.now())
+    const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#options.maxConcurrentTools, this.#options.loopDefaults), this.#clock.now())
     let created: boolean
     try {
       created = await this.#options.store.createRun(run)
@@ -64,8 +69,8 @@ export class RunService {
    */
   async get (tenant: string, runId: string): Promise<RunRecord> {
     const run = ownedRun(await this.#options.store.getRun(runId), tenant, runId)
-    if (run.state !== 'active' || !deadlinePassed(run, Date.now())) return run
-    const result = await this.#options.store.updateRun(runId, (r) => ({ run: r, timedOut: applyDeadline(r, Date.now()) }))
+    if (run.state !== 'active' || !deadlinePassed(run, this.#clock.now())) return run
+    const result = await this.#options.store.updateRun(runId, (r) => ({ run: r, timedOut: applyDeadline(r, this.#clock.now()) }))
     if (!result.found) throw runNotFound(runId)
     if (result.value.timedOut) this.#options.onTimedOut?.(runId)
     return result.value.run
@@ -74,7 +79,7 @@ export class RunService {
   async end (tenant: string, runId: string): Promise<RunView> {
     await this.get(tenant, runId)
     // Stored before it is published, as cancel does: the batch that hears it must find the run ended, never still active.
-    const run = await this.#options.store.endRun(runId, Date.now())
+    const run = await this.#options.store.endRun(runId, this.#clock.now())
     if (run === undefined) throw runNotFound(runId)
     await this.#options.store.publishCancel(runId, 'ended').catch((err: unknown) => this.#publishFailed(runId, err))
     return this.view(run)
@@ -84,7 +89,7 @@ export class RunService {
   async cancel (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#options.store.updateRun(runId, (run) => {
       ownedRun(run, tenant, runId)
-      const timedOut = applyDeadline(run, Date.now())
+      const timedOut = applyDeadline(run, this.#clock.now())
       cancel(run)
       return { run, timedOut }
     })
@@ -100,7 +105,7 @@ export class RunService {
   async message (tenant: string, runId: string): Promise<RunView> {
     const result = await this.#options.store.updateRun(runId, (run) => {
       ownedRun(run, tenant, runId)
-      const timedOut = applyDeadline(run, Date.now())
+      const timedOut = applyDeadline(run, this.#clock.now())
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut }
       run.repeat = resetRepeats()
       run.loops = resetLoopState(run.loops)

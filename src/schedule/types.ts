@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../clock.js'
 import type { ExecutionHint } from '../tools/types.js'
 
 /** The run's default scheduling mode (SPEC section 3, `toolExecution`). */
@@ -60,10 +61,16 @@ export class StopSwitch implements StopSignal {
   #reason: unknown = undefined
   #listeners: Array<() => void> = []
   #validUntil = Infinity
+  readonly #clock: Pick<Clock, 'now'>
+
+  /** `clock` reads the times `holdUntil` is given (the services' clock). */
+  constructor (clock: Pick<Clock, 'now'> = systemClock) {
+    this.#clock = clock
+  }
 
   /** Also true once the time given to `holdUntil` has passed: asked before every call starts, so nothing starts after it. */
   get aborted (): boolean {
-    if (!this.#aborted && this.#validUntil !== Infinity && Date.now() >= this.#validUntil) this.abort('lease_lost')
+    if (!this.#aborted && this.#validUntil !== Infinity && this.#clock.now() >= this.#validUntil) this.abort('lease_lost')
     return this.#aborted
   }
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import { MemoryStore } from './memory.js'
 import { RedisStore } from './redis.js'
@@ -11,12 +12,13 @@ import type { Store } from './types.js'
  * writes, cancel bus); a deployment that takes a part from elsewhere builds
  * its own `ComposedStore` from `StoreParts`.
  */
-export function createStore (config: Config, logger?: Pick<Logger, 'warn' | 'info'>): Store {
+export function createStore (config: Config, logger?: Pick<Logger, 'warn' | 'info'>, clock?: Clock): Store {
   const bounds = {
     runTtlMs: config.runTtlSeconds * 1000,
     maxRuns: config.maxRuns,
     receiptRetentionMs: config.receiptRetentionSeconds * 1000
   }
-  if (config.store === 'memory') return new MemoryStore({ ...bounds, maxReceipts: config.maxReceipts })
-  return new RedisStore({ url: config.store, ...bounds, ...(logger === undefined ? {} : { logger }) })
+  const timed = clock === undefined ? {} : { clock }
+  if (config.store === 'memory') return new MemoryStore({ ...bounds, maxReceipts: config.maxReceipts, ...timed })
+  return new RedisStore({ url: config.store, ...bounds, ...timed, ...(logger === undefined ? {} : { logger }) })
 }

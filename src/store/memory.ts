@@ -1,3 +1,4 @@
+import { type Clock, type TimerHandle, clockReader, systemClock } from '../clock.js'
 import { CancelListeners, type CancelBus } from './cancel-bus.js'
 import { ComposedStore } from './compose.js'
 import { MemoryReceiptJournal } from './memory-receipts.js'
@@ -17,7 +18,8 @@ export interface MemoryStoreOptions {
   receiptRetentionMs: number
   /** Most receipts held. */
   maxReceipts: number
-  now?: () => number
+  /** Reads the time of runs' use and expiry, receipts' retention and locks, and runs the sweep. @default systemClock */
+  clock?: Clock
   /** How often expired runs and receipts are swept; 0 sweeps only on access. */
   sweepIntervalMs?: number
 }
@@ -45,10 +47,12 @@ export class MemoryStore extends ComposedStore {
   readonly #runs: MemoryRunState
   readonly #receipts: MemoryReceiptJournal
   readonly #uncertain: MemoryUncertainWrites
-  #timer: NodeJS.Timeout | null = null
+  readonly #clock: Clock
+  #timer: TimerHandle | null = null
 
   constructor (options: MemoryStoreOptions) {
-    const opts = { now: Date.now, sweepIntervalMs: Math.min(60_000, options.runTtlMs), ...options }
+    const clock = options.clock ?? systemClock
+    const opts = { sweepIntervalMs: Math.min(60_000, options.runTtlMs), ...options, now: clockReader(clock) }
     const runs = new MemoryRunState(opts)
     const receipts = new MemoryReceiptJournal({ ...opts, runHeld: (runId) => runs.has(runId) })
     const uncertain = new MemoryUncertainWrites(runs, opts.now)
@@ -68,14 +72,14 @@ export class MemoryStore extends ComposedStore {
     this.#runs = runs
     this.#receipts = receipts
     this.#uncertain = uncertain
+    this.#clock = clock
     if (opts.sweepIntervalMs > 0) {
-      this.#timer = setInterval(() => this.sweep(), opts.sweepIntervalMs)
-      this.#timer.unref()
+      this.#timer = clock.setInterval(() => this.sweep(), opts.sweepIntervalMs)
     }
   }
 
   override async close (): Promise<void> {
-    if (this.#timer !== null) clearInterval(this.#timer)
+    if (this.#timer !== null) this.#clock.clearInterval(this.#timer)
     this.#timer = null
     await super.close()
   }

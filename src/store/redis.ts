@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { type Clock, clockReader } from '../clock.js'
 import { ComposedStore } from './compose.js'
 import { RedisBatchAnswers } from './redis-batches.js'
 import { RedisCancelBus } from './redis-cancel.js'
@@ -27,7 +28,8 @@ export interface RedisStoreOptions {
   maxUpdateAttempts?: number
   /** Connection loss and recovery are logged here (never the URL). */
   logger?: Pick<Logger, 'warn' | 'info'>
-  now?: () => number
+  /** Reads the time of runs' use and expiry, and of receipts' retention (key TTLs are Redis's own). @default systemClock */
+  clock?: Pick<Clock, 'now'>
 }
 
 const DEFAULT_MAX_UPDATE_ATTEMPTS = 100
@@ -56,7 +58,7 @@ export class RedisStore extends ComposedStore {
       maxRuns: opts.maxRuns,
       receiptRetentionMs: opts.receiptRetentionMs,
       maxUpdateAttempts: opts.maxUpdateAttempts ?? DEFAULT_MAX_UPDATE_ATTEMPTS,
-      now: opts.now ?? Date.now
+      now: clockReader(opts.clock)
     }
     // Checks the prefix before it connects.
     const conn = new RedisConnection({ connection: url.connection, prefix, commandTimeoutMs: opts.commandTimeoutMs, logger: opts.logger })

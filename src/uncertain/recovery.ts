@@ -1,24 +1,8 @@
 import type { Logger } from 'pino'
+import { type Clock, systemClock } from '../clock.js'
 import type { Store } from '../store/types.js'
 import type { Resolved, UncertainResolver } from './resolver.js'
 import type { StatusAnswer, StatusClient } from './status-check.js'
-
-/** Time as recovery sees it: injectable, so tests drive the backoff with a fake clock. */
-export interface Clock {
-  now (): number
-  setTimeout (fn: () => void, ms: number): unknown
-  clearTimeout (handle: unknown): void
-}
-
-export const systemClock: Clock = {
-  now: Date.now,
-  setTimeout (fn, ms) {
-    const t = setTimeout(fn, ms)
-    t.unref()
-    return t
-  },
-  clearTimeout (handle) { clearTimeout(handle as NodeJS.Timeout) }
-}
 
 /** One operation to recover. */
 export interface RecoveryTarget {

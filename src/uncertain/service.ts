@@ -4,7 +4,8 @@ import type { Store } from '../store/types.js'
 import type { ToolLookup } from '../tools/types.js'
 import type { AppliedChange, UncertainChange } from './admission.js'
 import { UncertainMetrics } from './metrics.js'
-import { type AttemptOutcome, type Clock, Recovery, type RecoveryTarget } from './recovery.js'
+import { type Clock, systemClock } from '../clock.js'
+import { type AttemptOutcome, Recovery, type RecoveryTarget } from './recovery.js'
 import { UncertainResolver } from './resolver.js'
 import { StatusClient } from './status-check.js'
 import type { Uncertainty } from './types.js'
@@ -18,6 +19,7 @@ export interface UncertainWritesOptions {
   replicaId: string
   recoveryWindowMs: number
   recoveryConcurrency: number
+  /** @default systemClock */
   clock?: Clock
   onRecoveryAttempt?: (target: RecoveryTarget, outcome: AttemptOutcome) => void
 }
@@ -40,8 +42,8 @@ export class UncertainWrites {
   constructor (opts: UncertainWritesOptions) {
     this.#opts = opts
     const metrics = new UncertainMetrics(opts.registry, opts.store, opts.logger)
-    const now = opts.clock?.now.bind(opts.clock)
-    this.resolver = new UncertainResolver({ store: opts.store, logger: opts.logger, metrics, ...(now === undefined ? {} : { now }) })
+    const clock = opts.clock ?? systemClock
+    this.resolver = new UncertainResolver({ store: opts.store, logger: opts.logger, metrics, now: () => clock.now() })
     this.recovery = new Recovery({
       store: opts.store,
       resolver: this.resolver,
@@ -50,7 +52,7 @@ export class UncertainWrites {
       owner: opts.replicaId,
       windowMs: opts.recoveryWindowMs,
       concurrency: opts.recoveryConcurrency,
-      ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+      clock,
       ...(opts.onRecoveryAttempt === undefined ? {} : { onAttempt: opts.onRecoveryAttempt })
     })
   }

@@ -1,8 +1,9 @@
-/** Shared by the approvals tests: an app whose approvals clock the test moves, tools that require approval. */
+/** Shared by the approvals tests: an app on a clock the test moves, tools that require approval. */
 import { buildTestApp, get, post, startExecutor, tool, type TestExecutor } from '../helper.js'
 import type { FastifyInstance } from 'fastify'
 import type { ToolDefinition } from '../../src/tools/types.js'
 import type { Config } from '../../src/config.js'
+import { FakeClock } from '../clock.js'
 
 type Tap = Parameters<typeof buildTestApp>[0]
 
@@ -10,13 +11,14 @@ export interface ApprovalApp {
   app: FastifyInstance
   ex: TestExecutor
   logs: string[]
-  clock: { now: number, advance: (ms: number) => void }
+  /** The app's clock: approvals expire, leases lapse and runs time out only when the test moves it. */
+  clock: FakeClock
 }
 
 /** An app with `look` (read), `mail` (write, requires approval), `pay` (action, requires approval), `note` (write). */
 export async function approvalApp (t: Tap, opts: { tools?: (url: string) => ToolDefinition[], config?: Partial<Config>, keysDoc?: unknown } = {}): Promise<ApprovalApp> {
   const ex = await startExecutor(t)
-  const clock = { now: Date.now(), advance (ms: number) { this.now += ms } }
+  const clock = new FakeClock()
   const tools = opts.tools?.(ex.url) ?? [
     tool('look', ex.url, { readOnly: true }),
     tool('mail', ex.url, { requiresApproval: true, conflictKey: 'to:{/k}' }),
@@ -25,7 +27,7 @@ export async function approvalApp (t: Tap, opts: { tools?: (url: string) => Tool
   ]
   const { app, logs } = await buildTestApp(t, {
     tools,
-    approvalClock: () => clock.now,
+    clock,
     approvalSweepMs: 0,
     ...(opts.config === undefined ? {} : { config: opts.config }),
     ...(opts.keysDoc === undefined ? {} : { keysDoc: opts.keysDoc })

@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, sleep, startExecutor, tool } from '../helper.js'
+import { buildTestApp, startExecutor, tool } from '../helper.js'
+import { FakeClock } from '../clock.js'
 
 const ACME = 'acme-orchestrator-key-0001'
 const RIVAL = 'rival-orchestrator-key-002'
@@ -29,7 +30,8 @@ const calls = [
 t.test("another tenant's run, batches and receipts do not exist for a tenant, and its attempts change nothing", async (t) => {
   const ex = await startExecutor(t)
   ex.on('build', () => ({ status: 'committed', result: { label: 'Wall #1' }, stateRevision: 1 }))
-  const { app } = await buildTestApp(t, { keysDoc, tools: [tool('build', ex.url, { action: {} }), tool('poke', ex.url)] })
+  const clock = new FakeClock()
+  const { app } = await buildTestApp(t, { clock, keysDoc, tools: [tool('build', ex.url, { action: {} }), tool('poke', ex.url)] })
 
   t.equal((await call(app, ACME, 'POST', '/v1/runs', { runId: 'r1' })).status, 201)
   const first = await call(app, ACME, 'POST', '/v1/runs/r1/batches', { batchId: 'b1', calls })
@@ -47,7 +49,7 @@ t.test("another tenant's run, batches and receipts do not exist for a tenant, an
   ]
   const before = await snapshot()
   // Time passes, so that a touch of the run would show in its expiresAt.
-  await sleep(15)
+  clock.advance(15_000)
 
   const attempts: Array<[string, 'GET' | 'POST' | 'DELETE', string, unknown?]> = [
     ['read the run', 'GET', '/v1/runs/r1'],

@@ -2,9 +2,11 @@ import t, { type Test } from 'tap'
 import { createServer } from 'node:net'
 import { createServer as createHttpServer } from 'node:http'
 import type { FastifyReply } from 'fastify'
-import { buildTestApp, post, sleep, startExecutor, tool, type ExecutorBehaviour } from '../helper.js'
+import { buildTestApp, post, startExecutor, tool, type ExecutorBehaviour } from '../helper.js'
 import type { BatchResponse, CallResult } from '../../src/batch/types.js'
 import { ExecutorClient } from '../../src/dispatch/client.js'
+import { FakeClock } from '../clock.js'
+import { waitFor } from '../schedule/harness.js'
 
 /** A port on 127.0.0.1 with nothing listening on it. */
 async function closedPort (): Promise<number> {
@@ -33,6 +35,11 @@ interface Case {
 
 /** TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES of the app under test. */
 const MAX_BYTES = 4096
+
+/** The app's clock: a tool's timeout passes when a test moves it. */
+const clock = new FakeClock()
+/** The timeout of the tool that times out: long enough that no real timer (undici's own) runs out first. */
+const TIMEOUT_MS = 60_000
 
 function hijackWith (reply: FastifyReply, fn: (raw: FastifyReply['raw']) => void): FastifyReply {
   reply.hijack()
@@ -127,11 +134,12 @@ const CASES: Case[] = [
   },
   {
     label: 'a timeout after sending makes a write uncertain and a read an error',
+    // The call has reached the executor when its timeout passes; the answer comes after.
     behaviour: async () => {
-      await sleep(700)
+      await clock.pass(TIMEOUT_MS)
       return { content: 'too late' }
     },
-    timeoutMs: 100,
+    timeoutMs: TIMEOUT_MS,
     read: 'error',
     write: 'uncertain',
     check: (t, r) => t.not(r.content, 'too late')
@@ -223,6 +231,7 @@ const tools = allCases.flatMap((c, i) => (['read', 'write'] as const).map((kind)
 // A keyed write answering 400 for y 0, 500 for y 1, else 200.
 ex.on('build', (call, _req, reply) => reply.code(call.arguments.y === 0 ? 400 : call.arguments.y === 1 ? 500 : 200).send({ content: 'x' }))
 const { app } = await buildTestApp(t, {
+  clock,
   config: { maxExecutorResponseBytes: MAX_BYTES },
   tools: [...tools, tool('later', ex.url), tool('build', ex.url, { conflictKey: 'tile:{/x}' })]
 })
@@ -317,27 +326,34 @@ t.test('a TLS handshake that never completes is a failure before sending: the cl
 
 t.test('a call whose tool timeout passes while it waits for a socket is unsent, and is never written later', async (t) => {
   const seen: string[] = []
+  let answerSlow = (): void => {}
   const server = createHttpServer((req, res) => {
     let body = ''
     req.on('data', (c: Buffer) => { body += c.toString() })
     req.on('end', () => {
       seen.push(body)
-      // The first request holds the only socket for a while.
-      setTimeout(() => res.end('{"content":"done"}'), body === '"slow"' ? 300 : 0)
+      // The first request holds the only socket until the test lets it answer.
+      if (body === '"slow"') answerSlow = () => res.end('{"content":"done"}')
+      else res.end('{"content":"done"}')
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => { server.close() })
   const { port } = server.address() as { port: number }
-  const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES, connectionsPerOrigin: 1 })
+  const clock = new FakeClock()
+  const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES, connectionsPerOrigin: 1, clock })
   t.teardown(() => client.close())
   const url = `http://127.0.0.1:${port}/tools/x`
-  const slow = client.post({ url, timeoutMs: 5000, body: '"slow"' })
-  const queued = await client.post({ url, timeoutMs: 50, body: '"queued"' })
-  t.strictSame(queued, { kind: 'unsent', code: 'timeout' }, 'answered at its timeout, not when a socket frees')
+  const slow = client.post({ url, timeoutMs: 60_000, body: '"slow"' })
+  await waitFor(() => seen.length === 1, 'the first request to hold the socket')
+  const queued = client.post({ url, timeoutMs: 30_000, body: '"queued"' })
+  clock.advance(30_000)
+  t.strictSame(await queued, { kind: 'unsent', code: 'timeout' }, 'answered at its timeout, not when a socket frees')
+  answerSlow()
   t.match(await slow, { kind: 'answered', status: 200 })
-  await sleep(100)
-  t.strictSame(seen, ['"slow"'], 'the timed-out request never reached the executor')
+  // Requests leave the queue in order: had the timed-out one stayed in it, it would go before this one.
+  t.match(await client.post({ url, timeoutMs: 60_000, body: '"after"' }), { kind: 'answered', status: 200 })
+  t.strictSame(seen, ['"slow"', '"after"'], 'the timed-out request never reached the executor')
 })
 
 t.test('a URL that does not parse is answered as unsent, never thrown', async (t) => {

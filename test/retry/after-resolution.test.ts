@@ -7,19 +7,25 @@
  */
 import t, { type Test } from 'tap'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
-import { Attempts, FakeClock, batch, listUncertain, startStatusServer, type StatusBehaviour } from './support.js'
+import { Attempts, batch, listUncertain, startStatusServer, type StatusBehaviour } from './support.js'
+import { FakeClock } from '../clock.js'
 
-const TIMEOUT_MS = 150
+/** The tools' timeout, on the app's clock: long, so that no real timer (undici's own) runs out first. */
+const TIMEOUT_MS = 60_000
 
 async function setup (t: Test, status: StatusBehaviour = () => ({ status: 'unknown' })) {
   const ex = await startExecutor(t)
+  const clock = new FakeClock()
   const release: Array<() => void> = []
   t.teardown(() => { for (const r of release) r() })
-  // The first send of each tool applies, then answers too late; later ones answer at once.
+  // The first send of each tool applies, then answers too late (its timeout passes while the executor has it); later ones answer at once.
   for (const name of ['pay', 'order']) {
+    const answer = name === 'order' ? { status: 'committed', result: { order: 2 } } : { content: { paid: true } }
     ex.on(name, async () => {
-      if (ex.calls.filter((c) => c.tool === name).length === 1) await new Promise<void>((resolve) => release.push(resolve))
-      return name === 'order' ? { status: 'committed', result: { order: 2 } } : { content: { paid: true } }
+      if (ex.calls.filter((c) => c.tool === name).length > 1) return answer
+      await clock.pass(TIMEOUT_MS)
+      await new Promise<void>((resolve) => release.push(resolve))
+      return answer
     })
   }
   const st = await startStatusServer(t)
@@ -28,7 +34,8 @@ async function setup (t: Test, status: StatusBehaviour = () => ({ status: 'unkno
   const attempts = new Attempts()
   const executor = (name: string) => ({ url: `${ex.url}/tools/${name}`, timeoutMs: TIMEOUT_MS, statusUrl: `${st.url}/status/${name}` })
   const { app } = await buildTestApp(t, {
-    uncertain: { clock: new FakeClock(), onRecoveryAttempt: attempts.hook },
+    clock,
+    uncertain: { onRecoveryAttempt: attempts.hook },
     tools: [tool('pay', ex.url, { executor: executor('pay') }), tool('order', ex.url, { executor: executor('order'), action: {} })]
   })
   t.equal((await post(app, '/v1/runs', { runId: 'r' })).status, 201)

@@ -11,7 +11,8 @@ import { Recovery } from '../../src/uncertain/recovery.js'
 import type { UncertainResolver } from '../../src/uncertain/resolver.js'
 import type { StatusAnswer } from '../../src/uncertain/status-check.js'
 import type { Uncertainty } from '../../src/uncertain/types.js'
-import { Attempts, FakeClock } from './support.js'
+import { Attempts } from './support.js'
+import { FakeClock } from '../clock.js'
 
 t.test('recovery keeps at most `concurrency` questions in flight and asks every operation once the queue drains', async (t) => {
   const store = new MemoryStore({ runTtlMs: 60_000, maxRuns: 10, receiptRetentionMs: 60_000, maxReceipts: 10, sweepIntervalMs: 0 })

@@ -4,28 +4,32 @@
  */
 import t, { type Test } from 'tap'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
-import { batch, listUncertain, metric } from './support.js'
-
-/** Short, so the timed-out write times out quickly; the executor holds it longer. */
-const TIMEOUT_MS = 150
+import { FakeClock } from '../clock.js'
+import { TIMEOUT_MS, batch, listUncertain, metric, timeOut } from './support.js'
 
 async function setup (t: Test) {
   const ex = await startExecutor(t)
+  const clock = new FakeClock()
   let applied = 0
   const release: Array<() => void> = []
   t.teardown(() => { for (const r of release) r() })
   // The first write applies its effect, then answers too late: toolgate gives up on it.
   ex.on('pay', async (c) => {
     applied++
-    if (ex.calls.filter((x) => x.tool === 'pay').length === 1) await new Promise<void>((resolve) => release.push(resolve))
+    if (ex.calls.filter((x) => x.tool === 'pay').length > 1) return { content: { paid: c.arguments.x } }
+    await timeOut(clock)
+    await new Promise<void>((resolve) => release.push(resolve))
     return { content: { paid: c.arguments.x } }
   })
   ex.on('order', async () => {
     applied++
-    if (ex.calls.filter((x) => x.tool === 'order').length === 1) await new Promise<void>((resolve) => release.push(resolve))
+    if (ex.calls.filter((x) => x.tool === 'order').length > 1) return { status: 'committed', result: { order: 1 } }
+    await timeOut(clock)
+    await new Promise<void>((resolve) => release.push(resolve))
     return { status: 'committed', result: { order: 1 } }
   })
   const { app, logs } = await buildTestApp(t, {
+    clock,
     tools: [
       tool('pay', ex.url, { executor: { url: `${ex.url}/tools/pay`, timeoutMs: TIMEOUT_MS }, conflictKey: 'acct:{/k}' }),
       tool('order', ex.url, { executor: { url: `${ex.url}/tools/order`, timeoutMs: TIMEOUT_MS }, action: {} }),
@@ -140,8 +144,12 @@ t.test('the resolve route refuses what it cannot resolve with a clear problem', 
     { key: 'admin-a', tenant: 'a', roles: ['admin'] }
   ] }
   const ex = await startExecutor(t)
-  ex.on('pay', async () => await new Promise(() => {}))
-  const { app } = await buildTestApp(t, { keysDoc, tools: [tool('pay', ex.url, { executor: { url: `${ex.url}/tools/pay`, timeoutMs: TIMEOUT_MS } })] })
+  const clock = new FakeClock()
+  ex.on('pay', async () => {
+    await timeOut(clock)
+    return await new Promise(() => {})
+  })
+  const { app } = await buildTestApp(t, { clock, keysDoc, tools: [tool('pay', ex.url, { executor: { url: `${ex.url}/tools/pay`, timeoutMs: TIMEOUT_MS } })] })
   const as = (key: string) => ({ authorization: `Bearer ${key}` })
   t.equal((await post(app, '/v1/runs', { runId: 'r5' }, as('orch-a'))).status, 201)
   const first = await post(app, '/v1/runs/r5/batches', { calls: [{ id: 'c1', name: 'pay', arguments: { x: 1 } }] }, as('orch-a'))

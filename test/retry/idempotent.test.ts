@@ -7,19 +7,21 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
-import { batch, listUncertain, metric } from './support.js'
-
-const TIMEOUT_MS = 150
+import { FakeClock } from '../clock.js'
+import { TIMEOUT_MS, batch, listUncertain, metric, timeOut } from './support.js'
 
 async function setup (t: Test) {
   const ex = await startExecutor(t)
+  const clock = new FakeClock()
   const release: Array<() => void> = []
   t.teardown(() => { for (const r of release) r() })
   /** Effects applied, by Idempotency-Key: an idempotent executor applies each key once. */
   const applied = new Map<string, number>()
   const once = async (key: string, first: boolean): Promise<void> => {
     applied.set(key, (applied.get(key) ?? 0) + (applied.has(key) ? 0 : 1))
-    if (first) await new Promise<void>((resolve) => release.push(resolve))
+    if (!first) return
+    await timeOut(clock)
+    await new Promise<void>((resolve) => release.push(resolve))
   }
   ex.on('put', async (c) => {
     await once(c.idempotencyKey!, ex.calls.filter((x) => x.tool === 'put').length === 1)
@@ -30,6 +32,7 @@ async function setup (t: Test) {
     return { status: 'committed', result: { charged: c.arguments.x }, stateRevision: 9 }
   })
   const { app, logs } = await buildTestApp(t, {
+    clock,
     tools: [
       tool('put', ex.url, { executor: { url: `${ex.url}/tools/put`, timeoutMs: TIMEOUT_MS }, idempotent: true }),
       tool('charge', ex.url, { executor: { url: `${ex.url}/tools/charge`, timeoutMs: TIMEOUT_MS }, idempotent: true, action: {} })
@@ -84,8 +87,12 @@ t.test("an idempotent action tool's retry settles the original receipt in place"
 
 t.test('a non-idempotent tool is never retried under the original key: it is blocked', async (t) => {
   const ex = await startExecutor(t)
-  ex.on('put', async () => await new Promise(() => {}))
-  const { app } = await buildTestApp(t, { tools: [tool('put', ex.url, { executor: { url: `${ex.url}/tools/put`, timeoutMs: TIMEOUT_MS } })] })
+  const clock = new FakeClock()
+  ex.on('put', async () => {
+    await timeOut(clock)
+    return await new Promise(() => {})
+  })
+  const { app } = await buildTestApp(t, { clock, tools: [tool('put', ex.url, { executor: { url: `${ex.url}/tools/put`, timeoutMs: TIMEOUT_MS } })] })
   t.equal((await post(app, '/v1/runs', { runId: 'i3' })).status, 201)
   await batch(app, 'i3', 'b1', [{ id: 'c1', name: 'put', arguments: { k: 'v' } }])
   const second = await batch(app, 'i3', 'b2', [{ id: 'c2', name: 'put', arguments: { k: 'v' } }])
@@ -94,12 +101,14 @@ t.test('a non-idempotent tool is never retried under the original key: it is blo
 })
 
 t.test('a retry that cannot reach the executor resolves nothing: the uncertainty stays, and an action receipt stays uncertain', async (t) => {
-  // An executor that takes every call and never answers, then goes away entirely.
-  const server = createServer(() => {})
+  // An executor that takes every call and never answers (its timeout passes while it has it), then goes away entirely.
+  const clock = new FakeClock()
+  const server = createServer(() => { void timeOut(clock) })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   t.teardown(() => { server.closeAllConnections(); server.close() })
   const { app } = await buildTestApp(t, {
+    clock,
     tools: [
       tool('put', url, { executor: { url: `${url}/tools/put`, timeoutMs: TIMEOUT_MS }, idempotent: true }),
       tool('charge', url, { executor: { url: `${url}/tools/charge`, timeoutMs: TIMEOUT_MS }, idempotent: true, action: {} })

@@ -11,12 +11,12 @@
  */
 import t from 'tap'
 import { buildTestApp, post, startExecutor, tool } from '../helper.js'
-import { batch, listUncertain, metric } from './support.js'
-
-const TIMEOUT_MS = 150
+import { FakeClock } from '../clock.js'
+import { TIMEOUT_MS, batch, listUncertain, metric, timeOut } from './support.js'
 
 t.test('a first send decided after its refused retry is answered with the refusal: resolved by the retry, the next call under its own key, applied once', async (t) => {
   const ex = await startExecutor(t)
+  const clock = new FakeClock()
   let releaseFirst!: () => void
   const firstHeld = new Promise<void>((resolve) => { releaseFirst = resolve })
   t.teardown(() => releaseFirst())
@@ -27,7 +27,10 @@ t.test('a first send decided after its refused retry is answered with the refusa
   const applied: string[] = []
   ex.on('put', async (c, _req, reply) => {
     // The first send reaches the executor's decision late, as in the soak.
-    if (c.callId === 'c1') await firstHeld
+    if (c.callId === 'c1') {
+      await timeOut(clock)
+      await firstHeld
+    }
     const key = c.idempotencyKey!
     let outcome = outcomes.get(key)
     if (outcome === undefined) {
@@ -40,6 +43,7 @@ t.test('a first send decided after its refused retry is answered with the refusa
     return outcome === 'applied' ? { content: { stored: true } } : reply.code(outcome).send({ content: 'refused' })
   })
   const { app } = await buildTestApp(t, {
+    clock,
     tools: [tool('put', ex.url, { executor: { url: `${ex.url}/tools/put`, timeoutMs: TIMEOUT_MS }, idempotent: true })]
   })
   t.equal((await post(app, '/v1/runs', { runId: 'late' })).status, 201)

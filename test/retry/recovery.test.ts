@@ -5,16 +5,23 @@
  */
 import t, { type Test } from 'tap'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
-import { Attempts, FakeClock, batch, listUncertain, metric, startStatusServer, type StatusBehaviour } from './support.js'
+import { Attempts, batch, listUncertain, metric, startStatusServer, type StatusBehaviour } from './support.js'
+import { FakeClock } from '../clock.js'
 
+/**
+ * The tools' timeout. A write's passes on the app's clock while the executor
+ * holds it; a status question's (the same, capped) is a real one, and short.
+ */
 const TIMEOUT_MS = 150
 
 async function setup (t: Test, status: StatusBehaviour, config: Record<string, unknown> = {}) {
   const ex = await startExecutor(t)
-  // Every write is held past its timeout: uncertain.
+  // Every write is held past its timeout (the executor has it when the clock passes it): uncertain.
+  const clock = new FakeClock()
   const release: Array<() => void> = []
   t.teardown(() => { for (const r of release) r() })
   const hold = async (): Promise<unknown> => {
+    await clock.pass(TIMEOUT_MS)
     await new Promise<void>((resolve) => release.push(resolve))
     return { status: 'committed', result: {} }
   }
@@ -23,11 +30,11 @@ async function setup (t: Test, status: StatusBehaviour, config: Record<string, u
   const st = await startStatusServer(t)
   st.on('order', status)
   st.on('ship', status)
-  const clock = new FakeClock()
   const attempts = new Attempts()
   const { app, logs } = await buildTestApp(t, {
     config,
-    uncertain: { clock, onRecoveryAttempt: attempts.hook },
+    clock,
+    uncertain: { onRecoveryAttempt: attempts.hook },
     tools: [
       tool('order', ex.url, { executor: { url: `${ex.url}/tools/order`, timeoutMs: TIMEOUT_MS, statusUrl: `${st.url}/status/order` }, action: {} }),
       tool('ship', ex.url, { executor: { url: `${ex.url}/tools/ship`, timeoutMs: TIMEOUT_MS, statusUrl: `${st.url}/status/ship` } })
@@ -99,13 +106,13 @@ t.test('a 500 from the status URL is asked again later; the uncertainty stays me
 t.test('a status URL that never answers times out, blocks no batch, and is given up after the window', async (t) => {
   const hang: Array<() => void> = []
   t.teardown(() => { for (const h of hang) h() })
-  const { st, app, clock, attempts, logs } = await setup(t, async () => await new Promise((resolve) => hang.push(() => resolve({ status: 'unknown' }))), { recoveryWindowSeconds: 3 })
+  const { st, app, clock, attempts, logs } = await setup(t, async () => await new Promise((resolve) => hang.push(() => resolve({ status: 'unknown' }))), { recoveryWindowSeconds: 5 })
   await batch(app, 'r', 'b1', [{ id: 'c1', name: 'ship', arguments: { x: 1 } }])
   // Batches go on while the question hangs.
   const other = await batch(app, 'r', 'b2', [{ id: 'c2', name: 'ship', arguments: { x: 2 } }])
   t.equal(other.results[0].status, 'uncertain', 'another write ran (and timed out too) meanwhile')
   t.match(await attempts.until(2), { kind: 'error', cause: 'timeout' })
-  // Attempts at 0 s, 1 s and 3 s for each write; the next would come at 7 s, past the 3 s window.
+  // Attempts at 0 s, 1 s and 3 s for each write; the next would come at 7 s, past the 5 s window.
   for (const [ms, n] of [[1000, 4], [2000, 6]] as const) {
     clock.advance(ms)
     await attempts.until(n)
@@ -114,7 +121,7 @@ t.test('a status URL that never answers times out, blocks no batch, and is given
   t.equal(ops.size, 2)
   t.equal(st.asked.length, 6, 'three questions for each of the two writes')
   clock.advance(60_000)
-  t.equal(clock.pending, 0, 'nothing more is scheduled')
+  t.equal(clock.timeouts, 0, 'nothing more is scheduled')
   t.equal((await listUncertain(app, 'r')).length, 2, 'still unresolved: only a person (or a recheck) can tell now')
   t.ok(logs.some((l) => l.includes('recovery window passed')))
 })

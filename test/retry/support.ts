@@ -1,48 +1,26 @@
 /**
- * Shared by the retry-safety tests: a fake clock for recovery's backoff, an
+ * Shared by the retry-safety tests: recovery attempts to await, an
  * executor status endpoint on a real port 0, and small readers of the API.
  */
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
-import type { Clock } from '../../src/uncertain/recovery.js'
 import type { AttemptOutcome, RecoveryTarget } from '../../src/uncertain/recovery.js'
 import { get, post } from '../helper.js'
+import type { FakeClock } from '../clock.js'
+
+/**
+ * The tools' timeout in the retry tests. It passes on the app's clock when
+ * an executor calls `timeOut` while it has a call, never by waiting; long,
+ * so that no real timer (undici's own) runs out first.
+ */
+export const TIMEOUT_MS = 60_000
+
+/** In an executor's behaviour: the call's timeout passes while the executor has it (toolgate gives up on it: uncertain). */
+export async function timeOut (clock: FakeClock): Promise<void> {
+  await clock.pass(TIMEOUT_MS)
+}
 
 type Tap = { teardown: (fn: () => unknown) => void }
-
-/** A clock that only moves when told; timers fire in order of their due time. */
-export class FakeClock implements Clock {
-  #now = 1_900_000_000_000
-  #timers: Array<{ at: number, fn: () => void, id: number }> = []
-  #next = 1
-  now (): number { return this.#now }
-  setTimeout (fn: () => void, ms: number): unknown {
-    const id = this.#next++
-    this.#timers.push({ at: this.#now + ms, fn, id })
-    return id
-  }
-
-  clearTimeout (handle: unknown): void {
-    this.#timers = this.#timers.filter((t) => t.id !== handle)
-  }
-
-  /** Timers waiting. */
-  get pending (): number { return this.#timers.length }
-
-  /** Moves time on, firing every timer due by then. */
-  advance (ms: number): void {
-    const until = this.#now + ms
-    for (;;) {
-      this.#timers.sort((a, b) => a.at - b.at)
-      const due = this.#timers[0]
-      if (due === undefined || due.at > until) break
-      this.#timers.shift()
-      this.#now = due.at
-      due.fn()
-    }
-    this.#now = until
-  }
-}
 
 /** Recovery attempts as they finish, to be awaited one by one (no sleeping). */
 export class Attempts {

@@ -8,21 +8,20 @@ import type { BatchResponse } from '../../src/batch/types.js'
 import type { RunRecord } from '../../src/runs/types.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { callGates, waitFor } from '../schedule/harness.js'
+import { FakeClock } from '../clock.js'
 
-// One app and one executor for the file; each test has its own run.
+// One app and one executor for the file; each test has its own run. Runs'
+// deadlines pass when a test moves the app's clock.
 const ex = await startExecutor(t)
 const { hold, waitFor: held } = callGates()
-/** Calls that must answer only once a moment has passed (epoch ms), by run and call id. */
-const notBefore = new Map<string, number>()
 const behaviour = async (call: ExecutorCall): Promise<unknown> => {
   await held(call)
-  const at = notBefore.get(`${call.runId}/${call.callId}`)
-  if (at !== undefined) await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())))
   return { content: `did ${call.callId}` }
 }
 ex.on('look', behaviour)
 ex.on('poke', behaviour)
-const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)] })
+const clock = new FakeClock()
+const { app } = await buildTestApp(t, { clock, tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)] })
 
 const seen = (runId: string): string[] => ex.calls.filter((c) => c.runId === runId).map((c) => c.callId)
 const call = (id: string, name: string): Record<string, unknown> => ({ id, name, arguments: { k: id } })
@@ -64,16 +63,17 @@ t.test('cancel during a batch lets running calls settle, cancels the rest and en
 })
 
 t.test('the run timeoutMs passing mid-batch cancels what has not started and terminates the run with timeout', async (t) => {
-  // A first batch warms the app up, so the run's clock does not run out before the batch starts.
-  await post(app, '/v1/runs', { runId: 'warm' })
-  await post(app, '/v1/runs/warm/batches', { calls: [call('x', 'look')] })
-
   const timeoutMs = 800
-  const created = await post(app, '/v1/runs', { runId: 't1', limits: { timeoutMs } })
-  const deadline = Date.parse(created.body.createdAt) + timeoutMs
-  // The first write answers only once the run's time is up (plus a margin): it is running when the timeout passes.
-  notBefore.set('t1/w1', deadline + 50)
-  const res = await post(app, '/v1/runs/t1/batches', { calls: [call('w1', 'poke'), call('r2', 'look'), call('r3', 'look'), call('w4', 'poke')] })
+  await post(app, '/v1/runs', { runId: 't1', limits: { timeoutMs } })
+  // The first write is running when the run's time is up, and answers after.
+  const gate = hold('t1', 'w1')
+  const pending = post(app, '/v1/runs/t1/batches', { calls: [call('w1', 'poke'), call('r2', 'look'), call('r3', 'look'), call('w4', 'poke')] })
+  await waitFor(() => seen('t1').length === 1, 'the write to be running')
+  clock.advance(timeoutMs - 1)
+  t.match((await get(app, '/v1/runs/t1')).body, { state: 'active' }, 'a moment before the deadline: active')
+  await clock.pass(1)
+  gate.open()
+  const res = await pending
   t.equal(res.status, 200)
   t.strictSame(outcome(res.body), [
     ['w1', 'ok', 0, undefined],
@@ -94,16 +94,12 @@ t.test('the run timeoutMs passing mid-batch cancels what has not started and ter
 })
 
 t.test('the run reads timeout as soon as its deadline passes mid-batch, and a cancel after it leaves the timeout as it is', async (t) => {
-  await post(app, '/v1/runs', { runId: 'warm2' })
-  await post(app, '/v1/runs/warm2/batches', { calls: [call('x', 'look')] })
-
   const timeoutMs = 600
-  const created = await post(app, '/v1/runs', { runId: 't2', limits: { timeoutMs }, events: 'lifecycle' })
-  const deadline = Date.parse(created.body.createdAt) + timeoutMs
+  await post(app, '/v1/runs', { runId: 't2', limits: { timeoutMs }, events: 'lifecycle' })
   const gate = hold('t2', 'w1')
   const pending = post(app, '/v1/runs/t2/batches', { calls: [call('w1', 'poke'), call('r2', 'look')] })
   await waitFor(() => seen('t2').length === 1, 'the write to be running')
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 100))
+  await clock.pass(timeoutMs)
   t.match((await get(app, '/v1/runs/t2')).body, { state: 'terminated', terminationReason: 'timeout' }, 'terminated while its write still runs')
   const cancelled = await post(app, '/v1/runs/t2/cancel', {})
   t.match(cancelled.body, { state: 'terminated', terminationReason: 'timeout' }, 'a cancel after the deadline does not turn it into cancelled')

@@ -5,15 +5,18 @@
  * cancelled while a cancel could not reach it.
  */
 import t from 'tap'
-import { buildTestApp, holdCalls, post, sleep, startExecutor, tool } from '../helper.js'
+import { buildTestApp, holdCalls, post, startExecutor, tool } from '../helper.js'
+import { FakeClock } from '../clock.js'
 
-/** Renewed every third of it: every 100 ms. */
+/** Renewed every third of it: every 100 ms of the app's clock, which only the tests move. */
 const LEASE_MS = 300
+const clock = new FakeClock()
 
 const ex = await startExecutor(t)
 ex.on('look', () => ({ content: 'seen' }))
 const { app } = await buildTestApp(t, {
   leaseMs: LEASE_MS,
+  clock,
   tools: [tool('slow', ex.url, { readOnly: true }), tool('look', ex.url, { readOnly: true })]
 })
 const slow = holdCalls(ex, 'slow')
@@ -40,7 +43,7 @@ t.test('a batch that runs longer than the lease keeps its run to the end', async
   const pending = post(app, '/v1/runs/long/batches', { batchId: 'b1', calls })
   await slow.started
   // Three leases' worth: without renewal the lease would have lapsed twice over.
-  await sleep(LEASE_MS * 3)
+  await clock.pass(LEASE_MS * 3)
   const other = await post(app, '/v1/runs/long/batches', { batchId: 'b2', calls: [{ id: 'x', name: 'look', arguments: {} }] })
   t.equal(other.status, 409)
   t.equal(other.body.code, 'run_busy', 'the renewed lease still holds the run')
@@ -55,9 +58,9 @@ t.test('a lease taken over by another batch stops this one starting anything mor
   const held = await heldBatch(t, 'taken')
   // What a replica that found the lease lapsed would have written.
   await app.services.store.updateRun('taken', (r) => {
-    r.inFlight = { batchId: 'elsewhere', owner: 'another-replica', leaseExpiresAt: Date.now() + 60_000 }
+    r.inFlight = { batchId: 'elsewhere', owner: 'another-replica', leaseExpiresAt: clock.now() + 60_000 }
   })
-  await sleep(LEASE_MS)
+  await clock.pass(LEASE_MS)
   held.release()
   const res = await held.answer
   t.equal(res.status, 200)
@@ -72,7 +75,7 @@ t.test('a cancel that did not reach the replica is found in the run state at the
     r.state = 'cancelled'
     r.terminationReason = 'cancelled'
   })
-  await sleep(LEASE_MS)
+  await clock.pass(LEASE_MS)
   held.release()
   const res = await held.answer
   t.equal(res.status, 200)

@@ -1,11 +1,14 @@
 import t, { type Test } from 'tap'
-import { buildTestApp, post, sleep, startExecutor, tool } from '../helper.js'
+import { buildTestApp, post, startExecutor, tool } from '../helper.js'
+import { FakeClock } from '../clock.js'
 
 type Result = { status: string, details: { reason?: string } }
 
 async function setup (t: Test, limits: Record<string, unknown>) {
   const ex = await startExecutor(t)
-  const { app, logs } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poll', ex.url, { readOnly: true, trackExactRepeats: false })] })
+  // Deadlines pass when the test moves this clock, never by waiting.
+  const clock = new FakeClock()
+  const { app, logs } = await buildTestApp(t, { clock, tools: [tool('look', ex.url, { readOnly: true }), tool('poll', ex.url, { readOnly: true, trackExactRepeats: false })] })
   const run = await post(app, '/v1/runs', { limits })
   const runId: string = run.body.runId
   let n = 0
@@ -21,7 +24,7 @@ async function setup (t: Test, limits: Record<string, unknown>) {
     const lines = logs.join('').split('\n').filter((l) => l.includes('"run terminated"') && l.includes(`"runId":"${runId}"`) && l.includes(`"reason":"${reason}"`))
     return { counted: counted === null ? 0 : Number(counted[1]), logged: lines.length }
   }
-  return { ex, app, runId, batch, state, reported }
+  return { ex, app, runId, batch, state, reported, clock }
 }
 
 t.test('maxTurns: the batch at the limit runs, the next is refused and terminates the run', async (t) => {
@@ -69,9 +72,11 @@ t.test('run limits hold for calls exempt from repeat tracking too', async (t) =>
 })
 
 t.test('timeoutMs: a batch after the deadline is refused and the run ends with timeout', async (t) => {
-  const { batch, state } = await setup(t, { timeoutMs: 1000 })
+  const { batch, state, clock } = await setup(t, { timeoutMs: 1000 })
   t.equal((await batch(1)).status, 200)
-  await sleep(1100)
+  clock.advance(999)
+  t.equal((await batch(1)).status, 200, 'a moment before the deadline: runs')
+  clock.advance(1)
   const late = await batch(1)
   t.equal(late.status, 409)
   t.equal(late.body.terminationReason, 'timeout')
@@ -101,9 +106,10 @@ t.test('a batch refused because it would pass a limit terminates the run once, c
 })
 
 t.test('timeoutMs: an idle run past its deadline reads terminated by timeout, and a message or a cancel after it finds it so', async (t) => {
-  const { app, runId, state, reported, ex } = await setup(t, { timeoutMs: 200 })
+  const { app, runId, state, reported, ex, clock } = await setup(t, { timeoutMs: 200 })
+  clock.advance(199)
   t.equal((await state()).state, 'active', 'active before the deadline')
-  await sleep(300)
+  clock.advance(1)
   const run = await state()
   t.equal(run.state, 'terminated', 'read after the deadline, with no batch sent')
   t.equal(run.terminationReason, 'timeout')
@@ -121,8 +127,8 @@ t.test('timeoutMs: an idle run past its deadline reads terminated by timeout, an
 
 t.test('timeoutMs: a cancel or a message that is the first to touch a run past its deadline finds it timed out', async (t) => {
   for (const route of ['cancel', 'messages'] as const) {
-    const { app, runId, reported } = await setup(t, { timeoutMs: 100 })
-    await sleep(200)
+    const { app, runId, reported, clock } = await setup(t, { timeoutMs: 100 })
+    clock.advance(100)
     const res = await post(app, `/v1/runs/${runId}/${route}`, route === 'cancel' ? {} : { kind: 'follow_up' })
     if (route === 'cancel') t.match(res.body, { state: 'terminated', terminationReason: 'timeout' }, 'cancel answers the run as the timeout left it')
     else t.match(res.body, { code: 'run_not_active', terminationReason: 'timeout' }, 'a message is refused: the run timed out')

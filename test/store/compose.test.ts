@@ -10,6 +10,7 @@ import { MemoryRunState } from '../../src/store/memory-runs.js'
 import { MemoryUncertainWrites } from '../../src/store/memory-uncertain.js'
 import type { StoreBackend } from '../../src/store/types.js'
 import { type Harness, againstEveryStore, makeReceipt, makeRun } from './harness.js'
+import { FakeClock } from '../clock.js'
 
 await againstEveryStore('composed store', contract)
 
@@ -22,9 +23,10 @@ async function contract (t: Test, h: Harness): Promise<void> {
 
 /** Memory parts, with the receipt journal of another store and the given backends. */
 function composed (t: Test, backends: StoreBackend[] = []): { store: ComposedStore, journal: MemoryStore } {
-  const now = (): number => 1_800_000_000_000
+  const clock = new FakeClock(1_800_000_000_000)
+  const now = (): number => clock.now()
   const runs = new MemoryRunState({ runTtlMs: 60_000, maxRuns: 10, now })
-  const journal = new MemoryStore({ runTtlMs: 60_000, maxRuns: 10, receiptRetentionMs: 60_000, maxReceipts: 10, now, sweepIntervalMs: 0 })
+  const journal = new MemoryStore({ runTtlMs: 60_000, maxRuns: 10, receiptRetentionMs: 60_000, maxReceipts: 10, clock, sweepIntervalMs: 0 })
   t.teardown(() => journal.close())
   const store = new ComposedStore({ runs, batches: runs.answers, receipts: journal, uncertain: new MemoryUncertainWrites(runs, now), cancel: new MemoryCancelBus(), backends })
   return { store, journal }

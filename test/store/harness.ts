@@ -12,6 +12,7 @@ import { newRunRecord } from '../../src/runs/record.js'
 import { resolveRunOptions } from '../../src/runs/options.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RedisStore } from '../../src/store/redis.js'
+import { FakeClock } from '../clock.js'
 import type { Store } from '../../src/store/types.js'
 
 type Tap = { teardown: (fn: () => unknown) => void }
@@ -45,10 +46,10 @@ export const memoryHarness: Harness = {
   name: 'memory',
   ttl: { short: 1000, long: 1000 },
   async open (t, bounds = {}) {
-    let clock = 1_800_000_000_000
-    const store = new MemoryStore({ ...DEFAULTS, ...bounds, maxReceipts: 10_000, now: () => clock, sweepIntervalMs: 0 })
+    const clock = new FakeClock(1_800_000_000_000)
+    const store = new MemoryStore({ ...DEFAULTS, ...bounds, maxReceipts: 10_000, clock, sweepIntervalMs: 0 })
     t.teardown(() => store.close())
-    return { store, peer: store, now: () => clock, advance: async (ms) => { clock += ms }, subscribed: async () => {} }
+    return { store, peer: store, now: () => clock.now(), advance: async (ms) => { clock.advance(ms) }, subscribed: async () => {} }
   }
 }
 

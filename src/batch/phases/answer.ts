@@ -51,7 +51,7 @@ export async function answer (state: BatchState, rt: BatchRuntime): Promise<Batc
   // Terminal states this batch causes, unless the run already left `active`.
   const ending: TerminationReason | null = closed ? 'projection_failed' : state.loopStop ?? (reason === 'timeout' ? 'timeout' : null)
   const held = state.admitted?.held ?? []
-  const change = batchChange(state.batchId, results, state.dispatched, state.operations, held, state.prepared!.fingerprints, Date.now())
+  const change = batchChange(state.batchId, results, state.dispatched, state.operations, held, state.prepared!.fingerprints, rt.deps.clock.now())
   await rt.deps.uncertain?.noteAdded(state.runId, change)
   const { observer, recorder } = rt
   let closing: Closing | undefined
@@ -64,7 +64,7 @@ export async function answer (state: BatchState, rt: BatchRuntime): Promise<Batc
     stored = await releaseWithAnswer(store, state.runId, rt.deps, (r) => {
       closing = close(state, rt, r, null, change)
       responseJson = respond(state, rt, closing)
-      return record(state, responseJson)
+      return record(state, responseJson, rt.deps.clock.now())
     })
   } else {
     // The run's termination is an event of the answer, known only once the run is updated: two steps.
@@ -73,7 +73,7 @@ export async function answer (state: BatchState, rt: BatchRuntime): Promise<Batc
     if (closing?.terminatedNow === true) observer.runTerminated(ending)
     recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
     responseJson = respond(state, rt, closing ?? GONE)
-    stored = await releaseWithAnswer(store, state.runId, rt.deps, record(state, responseJson))
+    stored = await releaseWithAnswer(store, state.runId, rt.deps, record(state, responseJson, rt.deps.clock.now()))
   }
   if (closing === undefined) responseJson = respond(state, rt, GONE)
   const left = closing ?? GONE
@@ -118,12 +118,12 @@ function respond (state: BatchState, rt: BatchRuntime, closing: Closing): string
 }
 
 /** What the store keeps of the finished batch, for resends and the run's batch list. */
-function record (state: BatchState, responseJson: string): BatchRecord {
+function record (state: BatchState, responseJson: string, completedAt: number): BatchRecord {
   return {
     batchId: state.batchId,
     requestHash: state.identified.requestHash,
     responseJson,
-    completedAt: Date.now(),
+    completedAt,
     summary: { turn: state.turn, calls: state.results.length, statuses: { ...state.stats.callsByStatus } }
   }
 }

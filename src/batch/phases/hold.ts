@@ -43,7 +43,7 @@ async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
     turn: state.turn,
     scopes: state.scopes,
     format: state.format,
-    now: settings.now(),
+    now: deps.clock.now(),
     ttlMs: settings.ttlMs,
     outcomes,
     events: [...rt.recorder.events]

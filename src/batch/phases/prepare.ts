@@ -32,7 +32,7 @@ export interface PrepareInput {
 
 /** Prepares a batch's calls for a run that allows `allowedTools` (null: every tool). */
 export async function prepareCalls (deps: EngineDeps, input: PrepareInput, identified: IdentifiedCalls, allowedTools: readonly string[] | null): Promise<Prepared> {
-  const preparedAt = PREPARED_TIMES.at(Date.now())
+  const preparedAt = PREPARED_TIMES.at(deps.clock.now())
   const preparing = performance.now()
   const outcomes = input.incomplete === true ? rejectIncomplete(input.calls) : await prepareBatch(input.calls, deps.tools, {
     runId: input.runId,
@@ -50,7 +50,7 @@ export async function prepareCalls (deps: EngineDeps, input: PrepareInput, ident
 /** Calls prepared before (a batch taken up after approvals), as prepared now: their texts and fingerprints. */
 export function preparedAgain (deps: EngineDeps, calls: readonly RawCall[], outcomes: readonly PreparationOutcome[]): Prepared {
   const texts = outcomes.map((o) => canonicalText(o.arguments ?? null))
-  return fingerprinted(deps, calls, texts, outcomes, PREPARED_TIMES.at(Date.now()), 0)
+  return fingerprinted(deps, calls, texts, outcomes, PREPARED_TIMES.at(deps.clock.now()), 0)
 }
 
 /**
