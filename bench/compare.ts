@@ -25,6 +25,7 @@ import type * as children from './children.js'
 import { type BenchChild, killAll, startChild, trapSignals } from './children.js'
 import { serviceTarget } from './clients.js'
 import { closedLoop } from './load.js'
+import { integerOption } from './options.js'
 import { type BenchRedis, openBenchRedis } from './redis.js'
 import { TOOLGATE_NODE_FLAGS } from './settings.js'
 import { median } from './stats.js'
@@ -150,11 +151,7 @@ async function main (): Promise<void> {
     }
   })
   if (positionals.length !== 2) throw new TypeError('Usage: compare.js <distA> <distB> [--batch N] [--conns N] [--rounds N] [--window-ms N] [--warmup-ms N] [--pin] [--store redis://HOST:PORT/DB] [--json]')
-  const int = (name: string, text: string): number => {
-    const n = Number(text)
-    if (!Number.isInteger(n) || n < 1) throw new TypeError(`Expected --${name} to be a positive integer, got ${text}`)
-    return n
-  }
+  const int = (name: string, text: string): number => integerOption(name, text, 1)
   const opts: CompareOptions = {
     batchSize: int('batch', values.batch),
     concurrency: int('conns', values.conns),

@@ -1,0 +1,40 @@
+/**
+ * `instructions.js`: two builds compared by instructions counted under
+ * callgrind. The counted runs take minutes under valgrind, so the suite
+ * holds the parts that can go wrong without it: reading callgrind's total,
+ * the per-iteration arithmetic, the child that drives a build (run here
+ * without valgrind), and a clear error where valgrind is missing.
+ */
+import { join } from 'node:path'
+import t from 'tap'
+import { compareInstructions, instructionTotal, perIteration } from '../../bench/instructions.js'
+import { runNode, scratchTree } from './scratch.js'
+
+t.test("callgrind's instruction total is read from its summary line", async (t) => {
+  const out = '==4242== Events    : Ir\n==4242== Collected : 9550968862\n==4242== \n==4242== I   refs:      9,550,968,862\n'
+  t.equal(instructionTotal(out), 9_550_968_862)
+  t.throws(() => instructionTotal('==1== ERROR SUMMARY: 0 errors'), /no instruction total/)
+})
+
+t.test('one iteration is the difference of two runs over the difference of their iterations', async (t) => {
+  const opts = { batchSize: 1, warmup: 300, short: 100, long: 600 }
+  t.equal(perIteration(9_506_447_920, 11_689_999_722, opts), (11_689_999_722 - 9_506_447_920) / 500)
+})
+
+t.test('the child drives a build through inject with an in-process executor, and says how many iterations it did', async (t) => {
+  const out = await scratchTree(t)
+  const ok = await runNode([join(out, 'bench', 'instructions-child.js'), out, '3', '2', '5'], 60_000)
+  t.equal(ok.code, 0, `it exits cleanly${ok.code === 0 ? '' : `: ${ok.stderr.slice(-2000)}`}`)
+  t.equal(ok.stdout, '5\n')
+  const bad = await runNode([join(out, 'bench', 'instructions-child.js'), out, '0', '1', '1'], 60_000)
+  t.not(bad.code, 0, 'a batch of no calls is refused')
+  t.match(bad.stderr, /Usage: instructions-child\.js/)
+})
+
+t.test('without valgrind on the PATH the comparison says so', async (t) => {
+  const path = process.env.PATH
+  process.env.PATH = '/nonexistent'
+  t.teardown(() => { process.env.PATH = path })
+  await t.rejects(compareInstructions('a', 'b', { batchSize: 1, warmup: 0, short: 1, long: 2 }, () => {}), /valgrind is not installed/)
+  await t.rejects(compareInstructions('a', 'b', { batchSize: 1, warmup: 0, short: 2, long: 2 }, () => {}), /--long \(2\) to be more than --short \(2\)/)
+})
