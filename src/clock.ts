@@ -2,7 +2,7 @@
  * Time as toolgate reads it: the wall clock of deadlines, leases, TTLs and
  * expiries, and the timers that act on them. One clock is built with the
  * services and handed to every part that keeps time, so a test can put a
- * clock it moves by hand in its place (test/support/clock.ts) instead of
+ * clock it moves by hand in its place (test/clock.ts) instead of
  * sleeping. Durations measured for metrics and logs are not the clock's:
  * they read `performance.now()`, which no test needs to move.
  */
