@@ -3,8 +3,8 @@
  * valgrind's callgrind: a figure no other process on the machine can move,
  * for changes too small for `compare.js`'s timings to tell from noise.
  *
- *   node dist/bench/instructions.js <distA> <distB> [--batch 1] [--warmup 300]
- *     [--short 100] [--long 600] [--json]
+ *   node dist/bench/instructions.js <distA> <distB> [--batch 1] [--warmup 2000]
+ *     [--short 200] [--long 2200] [--keep <dir>] [--json]
  *
  * Each build runs `instructions-child.js` (this build's, loading the other
  * build's service) twice under callgrind, with <warmup> + <short> and
@@ -13,18 +13,29 @@
  * iteration's instructions, start-up and warm-up cancelled out. Node runs
  * with `--predictable` and fixed hash and random seeds, the tool answers
  * in-process and requests go through `inject`, so two runs of one build
- * agree within about 0.2% of their totals. What this does not see:
- * sockets, the HTTP executor, and time the same instructions take longer
- * (cache misses, a busy machine). Two runs go at a time; a pair at the
- * defaults takes some ten minutes on 2 cores.
+ * agree within about 0.2% of their totals.
+ *
+ * Functions called once per batch are still being optimized long after the
+ * warm-up (V8 tiers a function up by the work it has done, not by time), and
+ * when they are is a matter of each build's code: one build can compile
+ * twenty functions more than the other inside the counted iterations. So
+ * each figure is split: the instructions V8's optimizing compiler ran
+ * (callgrind's inclusive cost of `GetOrCompileOptimized`, the one way into
+ * it), and the rest, the batch's own work and the collector's. The rest is
+ * what a warm service pays per batch; the total is what this run paid.
+ *
+ * What this does not see: sockets, the HTTP executor, and time the same
+ * instructions take longer (cache misses, a busy machine). Two runs go at a
+ * time; a pair at the defaults takes some ten minutes (1-call) to fifteen
+ * (10-call) on 2 cores.
  */
-import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { execFile, spawn } from 'node:child_process'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
+import { parseArgs, promisify } from 'node:util'
 import { integerOption } from './options.js'
 
 export interface InstructionOptions {
@@ -34,12 +45,23 @@ export interface InstructionOptions {
   long: number
 }
 
+/** What one counted run executed. */
+export interface RunCount {
+  /** Every instruction of the process. */
+  total: number
+  /** Those of V8's optimizing compiler; null where callgrind_annotate could not name it. */
+  compiler: number | null
+}
+
 export interface BuildInstructions {
   dist: string
   /** Total instructions of the short and the long run. */
   short: number
   long: number
   perIteration: number
+  /** Per iteration: the optimizing compiler's share, and the rest (null when the share is unknown). */
+  compilerPerIteration: number | null
+  restPerIteration: number | null
 }
 
 export interface InstructionComparison {
@@ -48,6 +70,8 @@ export interface InstructionComparison {
   b: BuildInstructions
   /** B's instructions per iteration over A's. */
   ratio: number
+  /** The same without the optimizing compiler's. */
+  restRatio: number | null
 }
 
 /** The total callgrind prints as `==pid== I   refs:      9,550,968,862`. */
@@ -62,20 +86,40 @@ export function perIteration (short: number, long: number, opts: InstructionOpti
   return (long - short) / (opts.long - opts.short)
 }
 
+/**
+ * The optimizing compiler's instructions, from `callgrind_annotate --inclusive=yes`:
+ * the line of `GetOrCompileOptimized`, through which every optimized compile
+ * (on entry and on-stack replacement) goes and which does not call itself.
+ * Null when no line names it (another V8 may call it something else).
+ */
+export function compilerInstructions (annotated: string): number | null {
+  const m = /^\s*([\d,]+)\s+\([\s\d.]+%\)\s+\S*?(?:\(anonymous namespace\)::)?GetOrCompileOptimized\(/m.exec(annotated)
+  return m === null ? null : Number(m[1]!.replaceAll(',', ''))
+}
+
+/** One build's figures from its short and long run. */
+export function buildInstructions (dist: string, short: RunCount, long: RunCount, opts: InstructionOptions): BuildInstructions {
+  const compiler = short.compiler === null || long.compiler === null ? null : perIteration(short.compiler, long.compiler, opts)
+  const total = perIteration(short.total, long.total, opts)
+  return { dist, short: short.total, long: long.total, perIteration: total, compilerPerIteration: compiler, restPerIteration: compiler === null ? null : total - compiler }
+}
+
+const run = promisify(execFile)
+
 const CHILD = fileURLToPath(new URL('./instructions-child.js', import.meta.url))
 
-/** Runs the child under callgrind: the instructions it executed in all. */
-async function count (dist: string, iterations: number, opts: InstructionOptions, scratch: string): Promise<number> {
+/** Runs the child under callgrind: the instructions it executed, in all and in the optimizing compiler. */
+async function count (dist: string, iterations: number, opts: InstructionOptions, outFile: string): Promise<RunCount> {
   const args = [
     '--tool=callgrind',
     // V8 writes the code it runs: valgrind must see every write to it.
     '--smc-check=all-non-file',
-    `--callgrind-out-file=${join(scratch, 'callgrind.%p')}`,
+    `--callgrind-out-file=${outFile}`,
     process.execPath,
     '--no-deprecation', '--predictable', '--predictable-gc-schedule', '--expose-gc', '--hash-seed=1', '--random-seed=1',
     CHILD, resolve(dist), String(opts.batchSize), String(opts.warmup), String(iterations)
   ]
-  return await new Promise((resolvePromise, reject) => {
+  const total = await new Promise<number>((resolvePromise, reject) => {
     const child = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
@@ -92,38 +136,51 @@ async function count (dist: string, iterations: number, opts: InstructionOptions
       try { resolvePromise(instructionTotal(stderr)) } catch (err) { reject(err) }
     })
   })
+  const annotated = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', outFile], { maxBuffer: 256 * 1024 * 1024 })
+  return { total, compiler: compilerInstructions(annotated.stdout) }
 }
 
-export async function compareInstructions (distA: string, distB: string, opts: InstructionOptions, log: (line: string) => void): Promise<InstructionComparison> {
+/**
+ * Counts both builds. `keep`, when given, is a folder the four callgrind
+ * files are left in (`A-short.callgrind` and so on), to be read function by
+ * function with callgrind_annotate; otherwise they go with a scratch folder.
+ */
+export async function compareInstructions (distA: string, distB: string, opts: InstructionOptions, log: (line: string) => void, keep?: string): Promise<InstructionComparison> {
   if (opts.long <= opts.short) throw new TypeError(`Expected --long (${opts.long}) to be more than --short (${opts.short})`)
-  const scratch = await mkdtemp(join(tmpdir(), 'toolgate-instructions-'))
+  const folder = keep ?? await mkdtemp(join(tmpdir(), 'toolgate-instructions-'))
+  if (keep !== undefined) await mkdir(keep, { recursive: true })
   try {
     const builds: BuildInstructions[] = []
     for (const [name, dist] of [['A', distA], ['B', distB]] as const) {
       log(`${name}: counting ${opts.warmup} + ${opts.short} and ${opts.warmup} + ${opts.long} iterations of ${opts.batchSize}-call batches under callgrind`)
-      const [short, long] = await Promise.all([count(dist, opts.short, opts, scratch), count(dist, opts.long, opts, scratch)])
-      builds.push({ dist, short, long, perIteration: perIteration(short, long, opts) })
+      const [short, long] = await Promise.all([
+        count(dist, opts.short, opts, join(folder, `${name}-short.callgrind`)),
+        count(dist, opts.long, opts, join(folder, `${name}-long.callgrind`))
+      ])
+      builds.push(buildInstructions(dist, short, long, opts))
     }
     const [a, b] = builds as [BuildInstructions, BuildInstructions]
-    return { options: opts, a, b, ratio: b.perIteration / a.perIteration }
+    const restRatio = a.restPerIteration === null || b.restPerIteration === null ? null : b.restPerIteration / a.restPerIteration
+    return { options: opts, a, b, ratio: b.perIteration / a.perIteration, restRatio }
   } finally {
-    await rm(scratch, { recursive: true, force: true })
+    if (keep === undefined) await rm(folder, { recursive: true, force: true })
   }
 }
 
 export function instructionsMarkdown (c: InstructionComparison): string {
   const o = c.options
-  const n = (x: number): string => Math.round(x).toLocaleString('en-US')
-  const row = (name: string, f: BuildInstructions): string => `| ${name} | ${f.dist} | ${n(f.short)} | ${n(f.long)} | ${n(f.perIteration)} |`
+  const n = (x: number | null): string => x === null ? 'n/a' : Math.round(x).toLocaleString('en-US')
+  const row = (name: string, f: BuildInstructions): string =>
+    `| ${name} | ${f.dist} | ${n(f.short)} | ${n(f.long)} | ${n(f.perIteration)} | ${n(f.compilerPerIteration)} | ${n(f.restPerIteration)} |`
   return [
     `Instructions per iteration (create a run, one ${o.batchSize}-call batch, end the run), from ${o.warmup} + ${o.short} and ${o.warmup} + ${o.long} iterations under callgrind.`,
     '',
-    `| build | dist | total, ${o.short} | total, ${o.long} | per iteration |`,
-    '| --- | --- | ---: | ---: | ---: |',
+    `| build | dist | total, ${o.short} | total, ${o.long} | per iteration | optimizing compiler | the rest |`,
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
     row('A', c.a),
     row('B', c.b),
     '',
-    `B / A: **${c.ratio.toFixed(4)}**`
+    `B / A: **${c.ratio.toFixed(4)}** in all, **${c.restRatio === null ? 'n/a' : c.restRatio.toFixed(4)}** without the optimizing compiler`
   ].join('\n')
 }
 
@@ -132,20 +189,21 @@ async function main (): Promise<void> {
     allowPositionals: true,
     options: {
       batch: { type: 'string', default: '1' },
-      warmup: { type: 'string', default: '300' },
-      short: { type: 'string', default: '100' },
-      long: { type: 'string', default: '600' },
+      warmup: { type: 'string', default: '2000' },
+      short: { type: 'string', default: '200' },
+      long: { type: 'string', default: '2200' },
+      keep: { type: 'string' },
       json: { type: 'boolean', default: false }
     }
   })
-  if (positionals.length !== 2) throw new TypeError('Usage: instructions.js <distA> <distB> [--batch N] [--warmup N] [--short N] [--long N] [--json]')
+  if (positionals.length !== 2) throw new TypeError('Usage: instructions.js <distA> <distB> [--batch N] [--warmup N] [--short N] [--long N] [--keep DIR] [--json]')
   const opts: InstructionOptions = {
     batchSize: integerOption('batch', values.batch, 1),
     warmup: integerOption('warmup', values.warmup, 0),
     short: integerOption('short', values.short, 0),
     long: integerOption('long', values.long, 1)
   }
-  const c = await compareInstructions(positionals[0]!, positionals[1]!, opts, (line) => process.stderr.write(`instructions: ${line}\n`))
+  const c = await compareInstructions(positionals[0]!, positionals[1]!, opts, (line) => process.stderr.write(`instructions: ${line}\n`), values.keep)
   process.stdout.write((values.json ? JSON.stringify(c, null, 2) : instructionsMarkdown(c)) + '\n')
 }
 
