@@ -34,8 +34,9 @@ async function transpileTree (out: string): Promise<void> {
   await writeFile(join(out, 'package.json'), JSON.stringify({ name: 'toolgate-bench-smoke', private: true, type: 'module' }))
 }
 
-export function runNode (args: string[], timeoutMs: number): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const env = { ...process.env }
+/** Runs a bench script under this Node; `extraEnv` adds to (or replaces in) this process's environment. */
+export function runNode (args: string[], timeoutMs: number, extraEnv: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const env = { ...process.env, ...extraEnv }
   delete env.NODE_OPTIONS // tap's own hooks are not wanted in the bench's processes
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
