@@ -104,7 +104,7 @@ export function buildInstructions (dist: string, short: RunCount, long: RunCount
   return { dist, short: short.total, long: long.total, perIteration: total, compilerPerIteration: compiler, restPerIteration: compiler === null ? null : total - compiler }
 }
 
-const run = promisify(execFile)
+const execFileText = promisify(execFile)
 
 const CHILD = fileURLToPath(new URL('./instructions-child.js', import.meta.url))
 
@@ -116,7 +116,7 @@ async function count (dist: string, iterations: number, opts: InstructionOptions
     '--smc-check=all-non-file',
     `--callgrind-out-file=${outFile}`,
     process.execPath,
-    '--no-deprecation', '--predictable', '--predictable-gc-schedule', '--expose-gc', '--hash-seed=1', '--random-seed=1',
+    '--no-deprecation', '--predictable', '--predictable-gc-schedule', '--hash-seed=1', '--random-seed=1',
     CHILD, resolve(dist), String(opts.batchSize), String(opts.warmup), String(iterations)
   ]
   const total = await new Promise<number>((resolvePromise, reject) => {
@@ -136,7 +136,7 @@ async function count (dist: string, iterations: number, opts: InstructionOptions
       try { resolvePromise(instructionTotal(stderr)) } catch (err) { reject(err) }
     })
   })
-  const annotated = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', outFile], { maxBuffer: 256 * 1024 * 1024 })
+  const annotated = await execFileText('callgrind_annotate', ['--inclusive=yes', '--threshold=100', outFile], { maxBuffer: 256 * 1024 * 1024 })
   return { total, compiler: compilerInstructions(annotated.stdout) }
 }
 
