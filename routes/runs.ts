@@ -9,6 +9,7 @@ import { OfferedToolList, ProviderToolList, ToolListQuery } from '../schemas/too
 import { answer } from '../schemas/responses.js'
 import { RUN_EXAMPLE, SUMMARY_EXAMPLE } from '../schemas/examples.js'
 import { formatNamed } from '../src/formats/index.js'
+import { offeredTools } from '../src/tools/offered.js'
 
 const orchestrator = { roles: ['orchestrator'] as const }
 const RunRef = Type.Ref('Run')
@@ -79,10 +80,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
   }, async (req) => {
     const principal = principalOf(req)
     const run = await runs.get(principal.tenant, req.params.runId)
-    const allowed = run.options.tools === null ? null : new Set(run.options.tools)
-    const all = principal.scopes.has('*')
-    const offered = tools.list()
-      .filter((t) => (allowed === null || allowed.has(t.name)) && (all || t.requiredScopes.every((s) => principal.scopes.has(s))))
+    const offered = offeredTools(tools.list(), run.options.tools, principal.scopes)
       .map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
     const format = req.query.format === undefined ? undefined : formatNamed(req.query.format)
     return { tools: format === undefined ? offered : format.toolList(offered) }

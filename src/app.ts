@@ -29,6 +29,7 @@ import { openApiRoutes } from '../routes/openapi.js'
 import { listingRoutes } from '../routes/listing.js'
 import { findUiDir, uiRoutes } from '../routes/ui.js'
 import { mcpServerRoutes } from '../routes/mcp-servers.js'
+import { mcpRoutes } from '../routes/mcp.js'
 import { McpServerView } from '../schemas/mcp-server.js'
 import { uncertainRoutes } from '../routes/uncertain.js'
 import { approvalRoutes } from '../routes/approvals.js'
@@ -128,6 +129,7 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
   if (uiDir !== undefined) await app.register(uiRoutes, { dir: uiDir })
   else if (config.ui) logger.warn('The operator page is not served: its files (ui/ beside dist/) are missing')
   await app.register(mcpServerRoutes, { services })
+  await app.register(mcpRoutes, { gateway: services.mcpGateway })
   await app.register(uncertainRoutes, { services })
   await app.register(approvalRoutes, { services })
 

@@ -42,6 +42,7 @@ export const SETTINGS = {
   authorizerUrl: { env: 'TOOLGATE_AUTHORIZER_URL', default: null, help: "External authorizer in Open Policy Agent's data-API shape, asked once per prepared call.", spec: { kind: 'url', protocols: ['http:', 'https:'] } },
   authorizerTimeoutMs: { env: 'TOOLGATE_AUTHORIZER_TIMEOUT_MS', default: 2000, help: 'Authorizer deadline; a late or failed answer rejects the call (fail closed).', spec: int(1, 600_000) },
   executorAllowedOrigins: { env: 'TOOLGATE_EXECUTOR_ALLOWED_ORIGINS', default: null, help: 'Comma-separated origins (scheme://host:port) executor URLs must belong to. Unset: any http(s) origin.', spec: { kind: 'origins' } },
+  mcpAllowedOrigins: { env: 'TOOLGATE_MCP_ALLOWED_ORIGINS', default: null, help: "Comma-separated origins (scheme://host:port) whose browser pages may use toolgate's own MCP endpoint, beside loopback ones (DNS-rebinding protection).", spec: { kind: 'origins' } },
   metricsAuth: { env: 'TOOLGATE_METRICS_AUTH', default: false, help: 'Require the operator role for GET /metrics.', spec: { kind: 'bool' } },
   ui: { env: 'TOOLGATE_UI', default: true, help: 'Serve the operator page at /ui (static files; what it shows comes from the API, with the key the visitor signs in with).', spec: { kind: 'bool' } },
   store: { env: 'TOOLGATE_STORE', default: 'memory', help: "'memory', or a redis:// URL to share state between replicas.", spec: { kind: 'string' } },

@@ -21,6 +21,9 @@ import type { ReconnectPolicy } from './mcp/connection.js'
 import { UncertainWrites, type UncertainWritesOptions } from './uncertain/service.js'
 import { ApprovalService } from './approvals/service.js'
 import { type Clock, systemClock } from './clock.js'
+import { McpGateway } from './mcp-server/gateway.js'
+import { isLoopbackAddress, normalizeOrigin } from './mcp-server/origin.js'
+import { OneCallTurns } from './mcp-server/turns.js'
 
 /** Everything the routes use; built once per app instance. */
 export interface Services {
@@ -30,6 +33,8 @@ export interface Services {
   client: ExecutorClient
   /** The MCP servers tools are imported from. */
   mcp: McpServers
+  /** toolgate's own MCP endpoint: its sessions (SPEC section 16). */
+  mcpGateway: McpGateway
   engine: BatchEngine
   runs: RunService
   approvals: ApprovalService
@@ -129,12 +134,28 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     logger,
     clock
   })
+  const turns = new OneCallTurns({ engine, approvals, store, clock, logger, describe: (name) => tools.get(name)?.description ?? '' })
+  const mcpGateway = new McpGateway({
+    runs,
+    tools,
+    turns,
+    origins: {
+      allowedOrigins: new Set((config.mcpAllowedOrigins ?? []).map((o) => normalizeOrigin(o) ?? o)),
+      loopbackListen: isLoopbackAddress(config.host)
+    },
+    registry: telemetry.metrics.registry,
+    logger,
+    clock,
+    idleMs: runTtlMs,
+    approvalTtlMs: config.approvalTtlSeconds * 1000
+  })
   const services: Services = {
     config,
     tools,
     store,
     client,
     mcp,
+    mcpGateway,
     engine,
     runs,
     approvals,
@@ -144,6 +165,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     uncertain,
     draining: false,
     async close () {
+      await mcpGateway.close()
       approvals.close()
       engine.close()
       await mcp.close()

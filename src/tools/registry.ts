@@ -67,6 +67,9 @@ export class ToolRegistry implements ToolLookup {
   /** Imported tools by name: the MCP server each came from. */
   readonly #owners = new Map<string, string>()
   readonly #opts: RegistryOptions
+  /** Told once per tick in which tools changed (MCP sessions send `list_changed`). */
+  readonly #listeners = new Set<() => void>()
+  #changeQueued = false
   /**
    * One Ajv for every schema of this registry: building one (with formats)
    * costs far more than a compile. Schema patterns match in linear time: a
@@ -250,7 +253,23 @@ export class ToolRegistry implements ToolLookup {
     return { installed, clashes }
   }
 
+  /** Calls `listener` after the tools change (once for the changes of one tick); answers how to stop. */
+  onChange (listener: () => void): () => void {
+    this.#listeners.add(listener)
+    return () => { this.#listeners.delete(listener) }
+  }
+
+  #changed (): void {
+    if (this.#listeners.size === 0 || this.#changeQueued) return
+    this.#changeQueued = true
+    queueMicrotask(() => {
+      this.#changeQueued = false
+      for (const listener of this.#listeners) listener()
+    })
+  }
+
   #install (tool: Tool): { tool: Tool, created: boolean } {
+    this.#changed()
     const previous = this.#tools.get(tool.name)
     if (previous !== undefined) for (const alias of previous.aliases) this.#byAlias.delete(alias)
     this.#tools.set(tool.name, tool)
@@ -285,6 +304,7 @@ export class ToolRegistry implements ToolLookup {
   delete (name: string): boolean {
     const tool = this.#tools.get(name)
     if (tool === undefined) return false
+    this.#changed()
     this.#owners.delete(name)
     this.#tools.delete(name)
     for (const alias of tool.aliases) this.#byAlias.delete(alias)

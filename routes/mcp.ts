@@ -1,0 +1,68 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { principalOf } from '../src/http/auth.js'
+import type { McpGateway } from '../src/mcp-server/gateway.js'
+import { RunIdParams, problems } from '../schemas/common.js'
+
+/** What each method answers when the transport takes the request. */
+const ANSWERS = {
+  POST: {
+    200: { description: 'The JSON-RPC answer to a request, as JSON or as a server-sent event stream that ends with it.' },
+    202: { description: 'A notification or a response from the client was accepted.' }
+  },
+  GET: { 200: { description: "The session's server-sent event stream." } },
+  DELETE: { 200: { description: 'The session ended.' } }
+} as const
+
+const DESCRIPTION = {
+  POST: 'A JSON-RPC message of the MCP Streamable HTTP transport (protocol 2025-06-18 or 2025-11-25). Without `Mcp-Session-Id` it must be `initialize`, which opens a session (its id in the `Mcp-Session-Id` header of the answer, its run id in `Toolgate-Run-Id` and in the result\'s `_meta`). The answer is JSON or a server-sent event stream, as the transport decides; send `Accept: application/json, text/event-stream`.',
+  GET: "The session's stream of server messages (`list_changed` notifications and the like), as server-sent events.",
+  DELETE: 'Ends the session: its calls that have not started are cancelled, and the run it created (on `/mcp`) ends.'
+} as const
+
+/** toolgate as an MCP server (SPEC section 16): every MCP client gets the batch route's rules. */
+export const mcpRoutes: FastifyPluginAsyncTypebox<{ gateway: McpGateway }> = async (app, { gateway }) => {
+  const handle = async (req: FastifyRequest, reply: FastifyReply, boundRunId: string | null, path: string): Promise<FastifyReply> => {
+    const refusal = await gateway.handle({
+      raw: req.raw,
+      res: reply.raw,
+      principal: principalOf(req),
+      boundRunId,
+      path,
+      body: req.method === 'POST' ? req.body : undefined,
+      hijack: () => reply.hijack()
+    })
+    if (refusal === null) return reply
+    return reply.code(refusal.status).type('application/json').send({ jsonrpc: '2.0', error: { code: refusal.code, message: refusal.message }, id: null })
+  }
+
+  for (const method of ['POST', 'GET', 'DELETE'] as const) {
+    app.route({
+      method,
+      url: '/mcp',
+      config: { roles: ['orchestrator'] as const },
+      schema: {
+        tags: ['mcp'],
+        operationId: `mcp${method[0]}${method.slice(1).toLowerCase()}`,
+        summary: `MCP endpoint (${method}): a session on a run of its own`,
+        description: `${DESCRIPTION[method]} On \`/mcp\` the session's \`initialize\` creates a run with the server's defaults.`,
+        response: { ...ANSWERS[method], ...problems('unauthorized', 'forbidden', 'payload_too_large', 'overloaded') }
+      },
+      handler: async (req, reply) => handle(req, reply, null, '/mcp')
+    })
+    app.route({
+      method,
+      url: '/v1/runs/:runId/mcp',
+      config: { roles: ['orchestrator'] as const },
+      schema: {
+        tags: ['mcp'],
+        operationId: `mcpRun${method[0]}${method.slice(1).toLowerCase()}`,
+        summary: `MCP endpoint (${method}): a session bound to an existing run`,
+        description: `${DESCRIPTION[method]} On this path \`initialize\` binds the session to the run (created with \`POST /v1/runs\` and its options); the session's DELETE leaves the run as it is.`,
+        params: RunIdParams,
+        response: { ...ANSWERS[method], ...problems('unauthorized', 'forbidden', 'run_not_found', 'payload_too_large') }
+      },
+      handler: async (req, reply) => handle(req, reply, (req.params as { runId: string }).runId, `/v1/runs/${(req.params as { runId: string }).runId}/mcp`)
+    })
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * toolgate's own MCP endpoint (SPEC section 16): `/mcp` (a run per session)
+ * and `/v1/runs/{runId}/mcp` (sessions bound to a run). Holds the sessions,
+ * checks origins, binds or creates runs on `initialize`, and hands each
+ * request to its session's Streamable HTTP transport.
+ */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Logger } from 'pino'
+import { Counter, Gauge, type Registry } from 'prom-client'
+import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import type { Principal } from '../auth/keys.js'
+import type { Clock, TimerHandle } from '../clock.js'
+import { ProblemError } from '../errors.js'
+import type { RunService } from '../runs/service.js'
+import type { ToolRegistry } from '../tools/registry.js'
+import { type OriginPolicy, refusedOrigin } from './origin.js'
+import { McpSession } from './session.js'
+import type { OneCallTurns } from './turns.js'
+
+/** JSON-RPC methods counted under their own name; every other one is `other`. */
+const COUNTED_METHODS = new Set([
+  'initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel',
+  'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed'
+])
+/** How often idle sessions are looked for. */
+const SWEEP_MS = 60_000
+
+export interface GatewayOptions {
+  runs: RunService
+  tools: ToolRegistry
+  turns: OneCallTurns
+  origins: OriginPolicy
+  registry: Registry
+  logger: Logger
+  clock: Clock
+  /** A session unused this long is closed (the run's TTL: its run is gone by then anyway). */
+  idleMs: number
+  approvalTtlMs: number
+}
+
+/** Where a request came from and which run its path names. */
+export interface McpRequest {
+  raw: IncomingMessage
+  res: ServerResponse
+  principal: Principal
+  /** `/v1/runs/{runId}/mcp`: the run to bind to; null on `/mcp`. */
+  boundRunId: string | null
+  path: string
+  /** The parsed JSON body of a POST; undefined for GET and DELETE. */
+  body: unknown
+  /** Takes the response from the web framework: the transport writes it from then on. */
+  hijack: () => void
+}
+
+/** What the route answers itself, before the transport takes the request. */
+export interface Refusal { status: number, code: number, message: string }
+
+export class McpGateway {
+  readonly #o: GatewayOptions
+  readonly #sessions = new Map<string, McpSession>()
+  readonly #gauge: Gauge
+  readonly #requests: Counter<'method' | 'outcome'>
+  /** Methods of requests in flight, by session and JSON-RPC id, to count their answers under. */
+  readonly #pending = new Map<string, string>()
+  #sweep: TimerHandle | null
+  readonly #unsubscribe: () => void
+
+  constructor (o: GatewayOptions) {
+    this.#o = o
+    this.#gauge = new Gauge({ name: 'toolgate_mcp_sessions', help: "Open sessions of toolgate's own MCP endpoint.", registers: [o.registry] })
+    this.#requests = new Counter({ name: 'toolgate_mcp_requests_total', help: "JSON-RPC messages to toolgate's MCP endpoint, by method and outcome (ok, error, tool_error, notification, refused).", labelNames: ['method', 'outcome'], registers: [o.registry] })
+    this.#sweep = o.clock.setInterval(() => { void this.#closeIdle() }, SWEEP_MS)
+    this.#unsubscribe = o.tools.onChange(() => { for (const s of this.#sessions.values()) s.toolsChanged() })
+  }
+
+  /** How many sessions are open. */
+  get size (): number {
+    return this.#sessions.size
+  }
+
+  /**
+   * Answers one HTTP request of the MCP endpoint. Answers a refusal the
+   * route sends itself (as JSON-RPC), or null when the transport answered.
+   */
+  async handle (r: McpRequest): Promise<Refusal | null> {
+    const refused = refusedOrigin({ origin: r.raw.headers.origin, host: r.raw.headers.host }, this.#o.origins)
+    if (refused !== null) return this.#refuse(r, 403, refused)
+    const sessionId = r.raw.headers['mcp-session-id']
+    if (typeof sessionId === 'string') {
+      const session = this.#sessions.get(sessionId)
+      // Another tenant's session, or one opened on another path, does not exist for this caller.
+      if (session === undefined || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return this.#refuse(r, 404, 'Session not found')
+      session.lastSeen = this.#o.clock.now()
+      r.hijack()
+      await session.transport.handleRequest(r.raw, r.res, r.body)
+      return null
+    }
+    if (r.raw.method !== 'POST' || !isInitializeRequest(r.body)) {
+      return this.#refuse(r, 400, 'Bad Request: send initialize first, then the Mcp-Session-Id header it answered.')
+    }
+    return this.#open(r)
+  }
+
+  /** Closes every session (the service stops). */
+  async close (): Promise<void> {
+    if (this.#sweep !== null) this.#o.clock.clearInterval(this.#sweep)
+    this.#sweep = null
+    this.#unsubscribe()
+    await Promise.all([...this.#sessions.values()].map((s) => s.close().catch(() => {})))
+    this.#sessions.clear()
+    this.#gauge.set(0)
+  }
+
+  /** `initialize`: binds a new session to the path's run, or creates a run with the server's defaults. */
+  async #open (r: McpRequest): Promise<Refusal | null> {
+    const { tenant } = r.principal
+    let runId: string
+    let ownsRun = false
+    if (r.boundRunId !== null) {
+      // Throws run_not_found (another tenant's run does not exist either); a run that is no longer active still binds: its calls say it ended.
+      runId = (await this.#o.runs.get(tenant, r.boundRunId)).runId
+    } else {
+      runId = (await this.#o.runs.create(tenant, {})).runId
+      ownsRun = true
+    }
+    const session = new McpSession(
+      { tenant, scopes: r.principal.scopes, keyName: r.principal.name, runId, ownsRun, path: r.path },
+      {
+        runs: this.#o.runs,
+        tools: this.#o.tools,
+        turns: this.#o.turns,
+        approvalTtlMs: this.#o.approvalTtlMs,
+        onMessage: (direction, message) => this.#count(session, direction, message),
+        onInitialized: (s) => this.#added(s),
+        onClosed: (s) => { void this.#closed(s) }
+      },
+      this.#o.clock.now(),
+      randomUUID
+    )
+    await session.connect()
+    r.hijack()
+    r.res.setHeader('Toolgate-Run-Id', runId)
+    await session.transport.handleRequest(r.raw, r.res, r.body)
+    if (session.id === undefined || !this.#sessions.has(session.id)) {
+      // The transport refused the initialize (a header it needs, say): nothing stays behind.
+      await session.close().catch(() => {})
+      if (ownsRun) await this.#o.runs.end(tenant, runId).catch(() => {})
+    }
+    return null
+  }
+
+  #added (session: McpSession): void {
+    if (session.id === undefined) return
+    this.#sessions.set(session.id, session)
+    this.#gauge.set(this.#sessions.size)
+    this.#o.logger.info({ runId: session.owner.runId, ownsRun: session.owner.ownsRun }, 'MCP session opened')
+  }
+
+  /** The session ended (its DELETE, the idle sweep): its calls not started are cancelled by the transport's close, and a run it created ends. */
+  async #closed (session: McpSession): Promise<void> {
+    const id = session.id
+    if (id === undefined || this.#sessions.get(id) !== session) return
+    this.#sessions.delete(id)
+    this.#gauge.set(this.#sessions.size)
+    for (const key of this.#pending.keys()) if (key.startsWith(`${id} `)) this.#pending.delete(key)
+    if (session.owner.ownsRun) {
+      await this.#o.runs.end(session.owner.tenant, session.owner.runId).catch((err: unknown) => {
+        if (!(err instanceof ProblemError && err.code === 'run_not_found')) this.#o.logger.warn({ runId: session.owner.runId, err: { message: (err as Error).message } }, 'MCP session closed, its run could not be ended')
+      })
+    }
+    this.#o.logger.info({ runId: session.owner.runId }, 'MCP session closed')
+  }
+
+  async #closeIdle (): Promise<void> {
+    const before = this.#o.clock.now() - this.#o.idleMs
+    for (const session of [...this.#sessions.values()]) {
+      if (session.lastSeen >= before) continue
+      await this.#closed(session)
+      await session.close().catch(() => {})
+    }
+  }
+
+  #count (session: McpSession, direction: 'in' | 'out', message: JSONRPCMessage): void {
+    if (direction === 'in') {
+      if (!('method' in message)) return
+      const method = COUNTED_METHODS.has(message.method) ? message.method : 'other'
+      if ('id' in message) this.#pending.set(`${session.id ?? ''} ${String(message.id)}`, method)
+      else this.#requests.inc({ method, outcome: 'notification' })
+      return
+    }
+    if (!('id' in message) || 'method' in message) return
+    const key = `${session.id ?? ''} ${String(message.id)}`
+    const method = this.#pending.get(key)
+    if (method === undefined) return
+    this.#pending.delete(key)
+    const outcome = 'error' in message ? 'error' : (message.result as { isError?: unknown }).isError === true ? 'tool_error' : 'ok'
+    this.#requests.inc({ method, outcome })
+  }
+
+  #refuse (r: McpRequest, status: number, message: string): Refusal {
+    const method = typeof r.body === 'object' && r.body !== null && 'method' in r.body && typeof r.body.method === 'string' && COUNTED_METHODS.has(r.body.method) ? r.body.method : 'other'
+    this.#requests.inc({ method, outcome: 'refused' })
+    return { status, code: status === 404 ? -32001 : -32000, message }
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * What an MCP client gets for one `tools/call` (SPEC section 16): the batch
+ * answer of its one-call turn, as an MCP tool result. Pure.
+ */
+import type { CallResult } from '../batch/types.js'
+
+/** The part of a batch's answer (JSON) a tool result is made of. */
+export interface TurnAnswer {
+  results: CallResult[]
+  policyMessages: ReadonlyArray<{ type: string, content: string }>
+  run: { state: string, terminationReason?: string }
+}
+
+/** An MCP `CallToolResult`, as toolgate fills it. */
+export interface McpToolResult {
+  [key: string]: unknown
+  content: Array<{ type: 'text', text: string }>
+  isError: boolean
+  _meta: Record<string, string>
+}
+
+/** The operation id a result names: a plain write's, or an action's receipt's. */
+function operationIdOf (result: CallResult): string | undefined {
+  const details = result.details as { operationId?: unknown, receipt?: { operationId?: unknown } }
+  const id = details.operationId ?? details.receipt?.operationId
+  return typeof id === 'string' ? id : undefined
+}
+
+/** The tool result of a one-call turn's answer; policy messages follow as more text items. */
+export function toolResultOf (answer: TurnAnswer): McpToolResult {
+  const result = answer.results[0]
+  if (result === undefined) throw new Error('a one-call turn answered no result')
+  const meta: Record<string, string> = { 'toolgate/status': result.status, 'toolgate/callId': result.callId }
+  if (result.details.reason !== undefined) meta['toolgate/reason'] = result.details.reason
+  const operationId = operationIdOf(result)
+  if (operationId !== undefined) meta['toolgate/operationId'] = operationId
+  return {
+    content: [{ type: 'text', text: result.content }, ...answer.policyMessages.map((p) => ({ type: 'text' as const, text: p.content }))],
+    isError: result.isError,
+    _meta: meta
+  }
+}
+
+/** The answer to every call once the run is no longer active: an error the model can read, nothing ran. */
+export function runEndedResult (callId: string, state: string, terminationReason: string | undefined): McpToolResult {
+  const why = terminationReason === undefined ? '' : ` (${terminationReason})`
+  const text = JSON.stringify({ error: 'run_not_active', state, ...(terminationReason === undefined ? {} : { terminationReason }), message: `This agent run has ${state === 'ended' ? 'ended' : `been ${state}`}${why}; no more tool calls run in it.` })
+  return {
+    content: [{ type: 'text', text }],
+    isError: true,
+    _meta: { 'toolgate/status': 'rejected', 'toolgate/callId': callId, 'toolgate/reason': 'run_not_active' }
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * One MCP session of toolgate's own MCP endpoint (SPEC section 16): the
+ * official SDK's server on a Streamable HTTP transport, bound to one run and
+ * to the key that opened it. `tools/list` offers the run's tools;
+ * `tools/call` is a one-call turn of the run.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import type { RunService } from '../runs/service.js'
+import type { ToolRegistry } from '../tools/registry.js'
+import { offeredTools } from '../tools/offered.js'
+import type { Tool } from '../tools/types.js'
+import { ProblemError } from '../errors.js'
+import { modelSafeNames } from './names.js'
+import { runEndedResult } from './results.js'
+import type { OneCallTurns, UserDecision } from './turns.js'
+
+/** The version toolgate reports as an MCP server. */
+const SERVER_INFO = { name: 'toolgate', version: '0.1.0' }
+
+/** Who opened the session, and on which run. */
+export interface SessionOwner {
+  tenant: string
+  scopes: ReadonlySet<string>
+  keyName?: string | undefined
+  runId: string
+  /** The session created its run (`/mcp`): its DELETE ends the run. */
+  ownsRun: boolean
+  /** The path it was opened on; requests on another path do not find it. */
+  path: string
+}
+
+export interface SessionDeps {
+  runs: RunService
+  tools: ToolRegistry
+  turns: OneCallTurns
+  /** Approvals wait up to this long for a person; an elicitation is given as long. */
+  approvalTtlMs: number
+  /** Told of each JSON-RPC message in and out, for the request metrics. */
+  onMessage: (direction: 'in' | 'out', message: JSONRPCMessage) => void
+  onInitialized: (session: McpSession) => void
+  onClosed: (session: McpSession) => void
+}
+
+/** The question put to an MCP client's user about a held call (elicitation, form mode). */
+const DECISION_SCHEMA = {
+  type: 'object' as const,
+  properties: {
+    approve: { type: 'boolean' as const, title: 'Approve', description: 'Run the call as shown.' },
+    reason: { type: 'string' as const, title: 'Reason', description: 'Why not, when you decline it.' }
+  },
+  required: ['approve']
+}
+
+export class McpSession {
+  readonly owner: SessionOwner
+  readonly transport: StreamableHTTPServerTransport
+  readonly server: Server
+  /** Last request seen, for the idle sweep. */
+  lastSeen: number
+  readonly #deps: SessionDeps
+
+  constructor (owner: SessionOwner, deps: SessionDeps, now: number, generateId: () => string) {
+    this.owner = owner
+    this.#deps = deps
+    this.lastSeen = now
+    this.transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: generateId,
+      onsessioninitialized: () => deps.onInitialized(this),
+      onsessionclosed: () => deps.onClosed(this)
+    })
+    this.server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: true }, logging: {} },
+      instructions: 'toolgate runs these tools under its safety rules: conflicting writes never overlap, a write whose outcome is unknown is never repeated blindly, loops are stopped, and some calls wait for a person to approve them.'
+    })
+    this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.#offered()).map(({ name, tool }) => describe(name, tool)) }))
+    this.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const { name } = request.params
+      let offered: Array<{ name: string, tool: Tool }>
+      try {
+        offered = await this.#offered()
+      } catch (err) {
+        // The run is gone (ended and freed, or expired): every call says so.
+        if (err instanceof ProblemError && err.code === 'run_not_found') return runEndedResult('', 'ended', undefined)
+        throw err
+      }
+      const match = offered.find((o) => o.name === name)
+      if (match === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`)
+      const progressToken = extra._meta?.progressToken
+      let progressCount = 0
+      const result = await deps.turns.run({
+        runId: owner.runId,
+        tenant: owner.tenant,
+        scopes: owner.scopes,
+        keyName: owner.keyName,
+        tool: match.tool.name,
+        arguments: request.params.arguments ?? {},
+        signal: extra.signal,
+        progress: progressToken === undefined
+          ? undefined
+          : (message) => { void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progressCount, message } }).catch(() => {}) },
+        askUser: this.server.getClientCapabilities()?.elicitation === undefined
+          ? undefined
+          : (question, signal) => this.#ask(question, signal, extra.requestId)
+      })
+      // A call the client cancelled before it started: the SDK sends nothing for it.
+      return result ?? { content: [], isError: true }
+    })
+    // The run id goes with the answer to initialize, in its _meta (and in a header, set by the gateway).
+    const send = this.transport.send.bind(this.transport)
+    this.transport.send = async (message, options) => {
+      if ('result' in message && isInitializeResult(message.result)) message.result._meta = { ...message.result._meta, 'toolgate/runId': owner.runId }
+      deps.onMessage('out', message)
+      return send(message, options)
+    }
+  }
+
+  /** Connects the SDK server to the transport; the metrics hear each incoming message. */
+  async connect (): Promise<void> {
+    await this.server.connect(this.transport)
+    const inner = this.transport.onmessage
+    this.transport.onmessage = (message, extra) => {
+      this.#deps.onMessage('in', message)
+      inner?.(message, extra)
+    }
+  }
+
+  get id (): string | undefined {
+    return this.transport.sessionId
+  }
+
+  /** Tells the client the tool list changed (it lists again). */
+  toolsChanged (): void {
+    this.server.sendToolListChanged().catch(() => { /* the client is away; it lists again when it comes back */ })
+  }
+
+  async close (): Promise<void> {
+    await this.transport.close()
+  }
+
+  /** The run's tools as this session's key may see them, each under its model-safe name. */
+  async #offered (): Promise<Array<{ name: string, tool: Tool }>> {
+    const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
+    const tools = offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes)
+    const names = modelSafeNames(tools.map((t) => t.name))
+    return tools.map((tool) => ({ name: names.get(tool.name) ?? tool.name, tool }))
+  }
+
+  /** Asks the client's user to approve a held call (elicitation); null when there is no usable answer. */
+  async #ask (question: { tool: string, description: string, arguments: unknown }, signal: AbortSignal, relatedRequestId: string | number): Promise<UserDecision | null> {
+    const message = `toolgate holds a call of the tool "${question.tool}" for your approval.\n${question.description}\nArguments: ${JSON.stringify(question.arguments)}`
+    const answer = await this.server.elicitInput({ mode: 'form', message, requestedSchema: DECISION_SCHEMA }, { signal, timeout: this.#deps.approvalTtlMs, relatedRequestId })
+    if (answer.action === 'decline') return { approve: false, reason: 'The user declined the call.' }
+    if (answer.action !== 'accept' || typeof answer.content?.approve !== 'boolean') return null
+    const reason = answer.content.reason
+    return { approve: answer.content.approve, ...(typeof reason === 'string' && reason !== '' ? { reason } : {}) }
+  }
+}
+
+/** A tool as `tools/list` offers it: the definition's own description and schema, and hints from its flags. */
+function describe (name: string, tool: Tool): Record<string, unknown> {
+  return {
+    name,
+    ...(name === tool.name ? {} : { title: tool.name }),
+    description: tool.description,
+    // MCP wants an object schema; a definition that leaves the type out means one.
+    inputSchema: tool.inputSchema.type === undefined ? { type: 'object', ...tool.inputSchema } : tool.inputSchema,
+    annotations: { readOnlyHint: tool.readOnly, destructiveHint: !tool.readOnly, idempotentHint: tool.idempotent }
+  }
+}
+
+function isInitializeResult (result: unknown): result is { protocolVersion: string, _meta?: Record<string, unknown> } {
+  return typeof result === 'object' && result !== null && 'protocolVersion' in result && 'serverInfo' in result
+}

@@ -1,0 +1,12 @@
+import type { Tool } from './types.js'
+
+/**
+ * The tools a run may offer its model (SPEC section 3): those its `tools`
+ * allow-list and the caller's scopes permit, so the model is never offered a
+ * tool it would be refused. `*` in the scopes permits every tool.
+ */
+export function offeredTools (all: readonly Tool[], allowList: readonly string[] | null, scopes: ReadonlySet<string>): Tool[] {
+  const allowed = allowList === null ? null : new Set(allowList)
+  const every = scopes.has('*')
+  return all.filter((t) => (allowed === null || allowed.has(t.name)) && (every || t.requiredScopes.every((s) => scopes.has(s))))
+}
