@@ -145,13 +145,13 @@ t.test('a session id of another tenant is 404 and tells nothing', async (t) => {
   const { transport } = await connect(t)
   const res = await raw('/mcp', { headers: { authorization: 'Bearer key-zeta', 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' }, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } })
   t.equal(res.status, 404)
-  t.equal((await res.json()).error.message, 'Session not found')
+  t.equal(((await res.json()) as { error: { message: string } }).error.message, 'Session not found')
 })
 
 t.test('requests without a session that are not initialize, and unknown methods, get JSON-RPC errors', async (t) => {
   const res = await raw('/mcp', { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } })
   t.equal(res.status, 400)
-  t.equal((await res.json()).jsonrpc, '2.0')
+  t.equal(((await res.json()) as { jsonrpc: string }).jsonrpc, '2.0')
   const { client } = await connect(t)
   await t.rejects(client.request({ method: 'resources/list', params: {} } as never, ToolListChangedNotificationSchema as never), { code: -32601 })
 })
