@@ -1,0 +1,50 @@
+import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { buildTestApp } from '../helper.js'
+import { startConformanceUpstream } from './conformance-upstream.js'
+
+/**
+ * The official MCP conformance suite's server scenarios against toolgate's
+ * own `/mcp`, with an upstream MCP server of the suite's test tools imported
+ * with an empty prefix. The suite needs Node 22+: it runs on the Node that
+ * runs this file when that is new enough, else on TOOLGATE_TEST_NODE24
+ * (.ci/run sets it to the Node 24 binary it installs from npm).
+ */
+const SCENARIOS = [
+  'server-initialize', 'ping', 'logging-set-level', 'tools-list',
+  'tools-call-simple-text', 'tools-call-image', 'tools-call-audio', 'tools-call-embedded-resource',
+  'tools-call-mixed-content', 'tools-call-with-logging', 'tools-call-error', 'tools-call-with-progress',
+  'tools-call-sampling', 'tools-call-elicitation',
+  'json-schema-2020-12', 'dns-rebinding-protection'
+]
+
+const major = Number(process.versions.node.split('.')[0])
+const node = major >= 22 ? process.execPath : process.env.TOOLGATE_TEST_NODE24
+if (node === undefined) {
+  t.plan(0, 'the conformance suite needs Node 22+: set TOOLGATE_TEST_NODE24 to a Node 22+ binary (.ci/run does)')
+} else {
+  const cli = join(createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json'), '..', 'dist', 'index.js')
+  const upstream = await startConformanceUpstream()
+  t.teardown(() => upstream.close())
+  const { app } = await buildTestApp(t, { config: { host: '127.0.0.1' } })
+  await app.services.mcp.startAll([{ name: 'conformance', transport: 'streamableHttp', url: upstream.url, prefix: '', trust: 'trusted' }])
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
+  const results = await mkdtemp(join(tmpdir(), 'toolgate-conformance-'))
+  t.teardown(() => rm(results, { recursive: true, force: true }))
+
+  for (const scenario of SCENARIOS) {
+    t.test(`the conformance scenario ${scenario} passes against /mcp`, async (t) => {
+      const run = await promisify(execFile)(node, [cli, 'server', '--url', `${base}/mcp`, '--scenario', scenario], { cwd: results, timeout: 60_000, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } })
+        .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code?: number, stdout?: string, stderr?: string }) => ({ code: err.code ?? 1, out: `${err.stdout ?? ''}${err.stderr ?? ''}` }))
+      const summary = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(run.out)
+      t.ok(summary, `the suite printed its results\n${run.out.slice(-2000)}`)
+      t.equal(summary?.[3], '0', `no check failed\n${run.out.slice(-2000)}`)
+      t.equal(run.code, 0, 'the suite exited 0')
+    })
+  }
+}
