@@ -1,7 +1,8 @@
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
-import type { ReceiptStatus } from '../receipts/types.js'
-import type { CallDetails } from './types.js'
-import { UNCERTAIN_MESSAGE, contentOf, errorContent } from './content.js'
+import type { ReceiptStatus } from '../model/receipt.js'
+import type { CallDetails } from '../model/result.js'
+import { UNCERTAIN_MESSAGE, contentOf, errorContent } from '../model/content.js'
+import { isObject } from '../model/json.js'
 
 /**
  * The one place where an executor's answer, of any kind, gets its meaning:
@@ -97,9 +98,6 @@ function answeredDetails (httpStatus: number, body: unknown): CallDetails {
   return details
 }
 
-export function isObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** An action dispatch's answer, as its receipt records it; `end` is the timeline event that closes the dispatch. */
 export interface ActionAnswer { status: ReceiptStatus, result: Record<string, unknown> | null, stateRevision: string | number | null, end: string }

@@ -9,7 +9,7 @@
  * them is the callers' part (src/batch/dispatch-action.ts,
  * src/uncertain/retry-action.ts and resolver.ts).
  */
-import type { Receipt, ReceiptStatus } from './types.js'
+import type { Receipt, ReceiptStatus } from '../model/receipt.js'
 
 /** Why a pending receipt's outcome is unknown: the dispatch that wrote it never recorded an answer (its replica died, or the store failed). */
 export const NO_ANSWER_RECORDED = 'no_answer_recorded'
