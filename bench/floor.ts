@@ -40,7 +40,7 @@ import { benchTools } from './workloads.js'
 interface FloorRun { runId: string, tenant: string, createdAt: number, turns: number, batches: Map<string, { hash: string, answer: Buffer }> }
 interface FloorCall { id: string, name: string, arguments?: unknown }
 
-/** ISO times as toolgate writes them (src/events/iso-time.ts). */
+/** ISO times as toolgate writes them (src/iso-time.ts). */
 const DEADLINES = new IsoTime()
 const START_TIMES = new IsoTime()
 

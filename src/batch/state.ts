@@ -6,7 +6,7 @@
  * up after approvals, and runs the phase it names next. It is data, no
  * behaviour; what exists only while the batch runs in this process (its stop
  * switch, observers, detectors) is its `BatchRuntime`. The hold phase stores
- * it as the run's `WaitingBatch` (`src/approvals/types.ts`): plain JSON,
+ * it as the run's `WaitingBatch` (`src/model/waiting.ts`): plain JSON,
  * tools named rather than held, scopes as a list.
  */
 import type { RestoredApprovals } from '../approvals/waiting.js'
