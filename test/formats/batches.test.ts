@@ -205,3 +205,30 @@ t.test('arguments and text in provider objects never reach the logs', async (t) 
   t.equal(seen(runId).length, 2)
   t.notOk(logs.some((line) => line.includes(canary)), 'no log line holds the canary')
 })
+
+t.test('a Gemini call whose own id reads like a generated one keeps it in messages', async (t) => {
+  const runId = await newRun()
+  const res = await post(app, batches(runId), { gemini: { role: 'model', parts: [{ functionCall: { name: 'look', args: { x: 1, y: 2 } } }, { functionCall: { id: 'gemini_1', name: 'poke', args: { x: 3 } } }] } })
+  t.equal(res.status, 200)
+  t.strictSame(res.body.messages[0].parts.map((p: any) => p.functionResponse.id ?? null), [null, 'gemini_1'], 'an id only where the call had one, and the one it had')
+})
+
+t.test('a call of a kind toolgate does not run gets exactly one answer in messages: rejected, unsupported_call_type', async (t) => {
+  const cases: Array<[string, unknown, unknown[]]> = [
+    ['openaiChat', { role: 'assistant', tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'grep', input: 'secret-input-77' } }, { id: 'c2', type: 'function', function: { name: 'look', arguments: '{"x":1,"y":2}' } }] },
+      [{ role: 'tool', tool_call_id: 'c1' }, { role: 'tool', tool_call_id: 'c2' }]],
+    ['openaiResponses', [{ type: 'custom_tool_call', call_id: 'c1', name: 'grep', input: 'secret-input-77' }, { type: 'function_call', call_id: 'c2', name: 'look', arguments: '{"x":1,"y":2}' }],
+      [{ type: 'custom_tool_call_output', call_id: 'c1' }, { type: 'function_call_output', call_id: 'c2' }]]
+  ]
+  for (const [format, body, messages] of cases) {
+    const runId = await newRun()
+    const res = await post(app, batches(runId), { [format]: body })
+    t.equal(res.status, 200, format)
+    t.strictSame(res.body.results.map((r: any) => [r.callId, r.status, r.details.reason ?? null]), [['c1', 'rejected', 'unsupported_call_type'], ['c2', 'ok', null]], `${format}: results`)
+    t.match(JSON.parse(res.body.results[0].content), { error: 'unsupported_call_type', message: /not run|does not run/ }, `${format}: the model reads why`)
+    t.match(res.body.messages, messages, `${format}: one answer per call, in order`)
+    t.equal(res.body.messages.length, 2, `${format}: exactly one each`)
+    t.strictSame(seen(runId), [['c2', 'look', { x: 1, y: 2 }]], `${format}: only the function call ran`)
+  }
+  t.notOk(logs.some((l) => l.includes('secret-input-77')), 'the custom input never reaches the logs')
+})
