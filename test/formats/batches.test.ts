@@ -232,3 +232,26 @@ t.test('a call of a kind toolgate does not run gets exactly one answer in messag
   }
   t.notOk(logs.some((l) => l.includes('secret-input-77')), 'the custom input never reaches the logs')
 })
+
+t.test('a tool whose name the model APIs refuse is offered under a fitting, unique name, and a call under that name reaches it', async (t) => {
+  const dotted = await startExecutor(t)
+  dotted.on('fs.read', () => ({ content: 'read' }))
+  dotted.on('fs_read', () => ({ content: 'plain' }))
+  const { app } = await buildTestApp(t, { tools: [tool('fs.read', dotted.url, { readOnly: true }), tool('fs_read', dotted.url, { readOnly: true })] })
+  await post(app, '/v1/runs', { runId: 'names' })
+  for (const format of ['openaiChat', 'openaiResponses', 'anthropic', 'gemini']) {
+    const list = (await get(app, `/v1/runs/names/tools?format=${format}`)).body.tools
+    const names: string[] = format === 'gemini' ? list[0].functionDeclarations.map((d: any) => d.name) : list.map((d: any) => d.name ?? d.function.name)
+    t.equal(names.length, 2, format)
+    t.ok(names.every((n) => /^[A-Za-z0-9_-]{1,64}$/.test(n)), `${format}: every name fits`)
+    t.equal(new Set(names).size, 2, `${format}: unique`)
+    t.ok(names.includes('fs_read'), `${format}: a name that fits is kept`)
+  }
+  t.strictSame((await get(app, '/v1/runs/names/tools')).body.tools.map((d: any) => d.name).sort(), ['fs.read', 'fs_read'], 'without a format, the tools\' own names')
+  const chatList = (await get(app, '/v1/runs/names/tools?format=openaiChat')).body.tools
+  const mapped: string = chatList.map((d: any) => d.function.name).find((n: string) => n !== 'fs_read')
+  const res = await post(app, '/v1/runs/names/batches', { openaiChat: { role: 'assistant', tool_calls: [{ id: 'c1', type: 'function', function: { name: mapped, arguments: '{}' } }, { id: 'c2', type: 'function', function: { name: 'fs_read', arguments: '{}' } }] } })
+  t.equal(res.status, 200)
+  t.strictSame(res.body.results.map((r: any) => [r.name, r.status, r.details.tool ?? null, r.content]), [[mapped, 'ok', 'fs.read', 'read'], ['fs_read', 'ok', null, 'plain']], 'each reached its own tool')
+  t.strictSame(dotted.calls.map((c) => c.tool).sort(), ['fs.read', 'fs_read'])
+})
