@@ -1,5 +1,5 @@
 /** A batch held for approvals, as its run's record keeps it (SPEC section 13). */
-import type { RejectionReason } from './call.js'
+import type { RawCall, RejectionReason } from './call.js'
 import type { BatchEvent } from './result.js'
 
 /**
@@ -50,8 +50,8 @@ export interface WaitingBatch {
   format?: string
   requestedAt: number
   expiresAt: number
-  /** Ids and names of the calls, in source order (arguments are in `outcomes`). */
-  calls: Array<{ id: string, name: string }>
+  /** Ids and names of the calls, in source order (arguments are in `outcomes`), with what a provider format marked on them. */
+  calls: Array<Pick<RawCall, 'id' | 'name' | 'kind' | 'generatedId'>>
   outcomes: StoredOutcome[]
   /** The host-visible events so far, numbered; the batch's answer continues them. */
   events: BatchEvent[]
