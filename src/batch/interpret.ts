@@ -1,4 +1,5 @@
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
+import type { CallErrorCode } from '../errors.js'
 import type { ReceiptStatus } from '../model/receipt.js'
 import type { CallDetails } from '../model/result.js'
 import { UNCERTAIN_MESSAGE, contentOf, errorContent } from '../model/content.js'
@@ -87,7 +88,7 @@ function unknownOutcome (cause: string, httpStatus: number | undefined, readOnly
   return { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details }
 }
 
-function failed (error: string, message: string, details: CallDetails): PlainOutcome {
+function failed (error: CallErrorCode, message: string, details: CallDetails): PlainOutcome {
   return { status: 'error', content: errorContent(error, message), isError: true, details }
 }
 

@@ -1,7 +1,7 @@
 /** A tool call as the model wrote it and as preparation leaves it: the vocabulary every layer above shares. */
 import type { Tool } from './tool.js'
 
-/** Why preparation refused a call; the SPEC's `details.reason` codes. */
+/** Why preparation refused a call; the SPEC's `details.reason` codes, each a code of the catalogue (`CALL_ERRORS`, src/errors.ts: `rejectedResult` hands it to `errorContent`, which takes only those). */
 export type RejectionReason =
   | 'unknown_tool'
   | 'tool_not_allowed'

@@ -3,7 +3,9 @@
  * short JSON, a stable `error` code and one plain sentence. Never a stack
  * trace, never the arguments.
  */
-export function errorContent (error: string, message: string, extra?: Record<string, unknown>): string {
+import type { CallErrorCode } from '../errors.js'
+
+export function errorContent (error: CallErrorCode, message: string, extra?: Record<string, unknown>): string {
   return JSON.stringify({ error, message, ...extra })
 }
 

@@ -4,7 +4,7 @@
  * used an alias), and the named builders below give each way a call can end
  * without an executor's answer its content and details.
  */
-import type { PreparationOutcome } from './call.js'
+import type { PreparationOutcome, RejectionReason } from './call.js'
 import { CANCELLED_MESSAGE, CLOSED_MESSAGE, blockedMessage, errorContent, unresolvedWriteMessage } from './content.js'
 import type { CallDetails, CallResult, CallStatus } from './result.js'
 import type { Uncertainty } from './uncertainty.js'
@@ -23,7 +23,7 @@ export function callResult (call: AnsweredCall, status: CallStatus, content: str
 }
 
 /** A call refused by preparation. */
-export function rejectedResult (call: AnsweredCall & { reason: string, message: string }): CallResult {
+export function rejectedResult (call: AnsweredCall & { reason: RejectionReason, message: string }): CallResult {
   return callResult(call, 'rejected', errorContent(call.reason, call.message), { reason: call.reason, message: call.message })
 }
 
