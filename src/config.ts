@@ -141,7 +141,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
 }
 
 /** `TOOLGATE_*` names read by the examples, the tests and the bench rather than by the service. */
-const OTHER_VARIABLES = /^TOOLGATE_(URL|API_KEY|NODE_FLAGS|UPDATE_SCREENSHOTS|TEST_[A-Z0-9_]+|BENCH_[A-Z0-9_]+)$/
+const OTHER_VARIABLES = /^TOOLGATE_(URL|API_KEY|POLL_SECONDS|NODE_FLAGS|UPDATE_SCREENSHOTS|TEST_[A-Z0-9_]+|BENCH_[A-Z0-9_]+)$/
 
 /**
  * A warning for every `TOOLGATE_*` variable that is no setting (a misspelt
