@@ -142,3 +142,16 @@ t.test('a server definition with schema problems and others lists them all, each
   t.equal(new Set(problems).size, problems.length, 'no problem twice')
   t.same(app.services.mcp.list(), [], 'nothing was added')
 })
+
+t.test('a stdio server that fails to start is down with what it said on stderr as its lastError', async (t) => {
+  const { app } = await buildTestApp(t, { mcpReconnect: { initialMs: 60_000, maxMs: 60_000 } })
+  await app.services.mcp.startAll([{
+    name: 'broken',
+    transport: 'stdio',
+    command: process.execPath,
+    args: ['-e', 'process.stderr.write("Error accessing directory /nope: ENOENT\\n"); process.exit(1)']
+  }])
+  const view = (await get(app, '/v1/mcp-servers/broken')).body
+  t.equal(view.state, 'down')
+  t.match(view.lastError, /^connecting failed: .*; its stderr: "Error accessing directory \/nope: ENOENT"$/)
+})
