@@ -49,7 +49,7 @@ const LAYERS: ReadonlyArray<string | readonly string[]> = [
   ['src/services.ts'],
   'routes/',
   ['src/app.ts'],
-  ['src/server.ts']
+  ['src/cli.ts', 'src/server.ts']
 ]
 /** The imports up the layers there are, by layer, each with why; each is type-only. */
 const UPWARD: Readonly<Record<string, string>> = {
