@@ -20,7 +20,7 @@ const int = (min: number, max: number): { kind: 'int', min: number, max: number 
 /** Every setting, its environment variable, default and meaning. docs/configuration.md is checked against it. */
 export const SETTINGS = {
   port: { env: 'PORT', default: 8080, help: 'TCP port to listen on.', spec: int(0, 65535) },
-  host: { env: 'HOST', default: '0.0.0.0', help: 'Address to listen on.', spec: { kind: 'string' } },
+  host: { env: 'HOST', default: null, help: 'Address to listen on. Unset: 127.0.0.1 when the service runs open (no TOOLGATE_API_KEYS_FILE), 0.0.0.0 with keys.', spec: { kind: 'string' } },
   logLevel: { env: 'LOG_LEVEL', default: 'info', help: 'pino log level.', spec: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } },
   toolsFile: { env: 'TOOLGATE_TOOLS_FILE', default: null, help: 'JSON or YAML file of tool definitions loaded at start. Unset: the bundled examples and their example executor.', spec: { kind: 'string' } },
   apiKeysFile: { env: 'TOOLGATE_API_KEYS_FILE', default: null, help: 'JSON or YAML file of API keys. Unset: the service runs open (one tenant, every role) and warns.', spec: { kind: 'string' } },
@@ -37,6 +37,7 @@ export const SETTINGS = {
   receiptRetentionSeconds: { env: 'TOOLGATE_RECEIPT_RETENTION_SECONDS', default: 86400, help: 'Receipts are kept at least this long after their run.', spec: int(0, 365 * 24 * 3600) },
   maxReceipts: { env: 'TOOLGATE_MAX_RECEIPTS', default: 1_000_000, help: 'Bound on receipts held in memory; the oldest of runs that are gone and past retention go first.', spec: int(1, 100_000_000) },
   maxExecutorResponseBytes: { env: 'TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES', default: MiB, help: 'Executor answers larger than this are not read whole (a write becomes uncertain).', spec: int(1, 1024 * MiB) },
+  mcpMaxTools: { env: 'TOOLGATE_MCP_MAX_TOOLS', default: 1000, help: 'Most tools imported from one MCP server; the rest are reported in its lastError.', spec: int(1, 100_000) },
   bodyLimitBytes: { env: 'TOOLGATE_BODY_LIMIT_BYTES', default: MiB, help: 'Largest request body accepted.', spec: int(1, 1024 * MiB) },
   maxArgumentBytes: { env: 'TOOLGATE_MAX_ARGUMENT_BYTES', default: 256 * 1024, help: "Largest arguments of one call (as JSON); larger ones are rejected with reason invalid_arguments.", spec: int(1, 1024 * MiB) },
   authorizerUrl: { env: 'TOOLGATE_AUTHORIZER_URL', default: null, help: "External authorizer in Open Policy Agent's data-API shape, asked once per prepared call.", spec: { kind: 'url', protocols: ['http:', 'https:'] } },
@@ -139,6 +140,38 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   if (store !== 'memory' && !/^rediss?:\/\//.test(store)) problems.push(`TOOLGATE_STORE must be 'memory' or a redis:// URL, got ${JSON.stringify(store)}`)
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze({ ...out, ...overrides }) as Config
+}
+
+/** `TOOLGATE_*` names read by the examples, the tests and the bench rather than by the service. */
+const OTHER_VARIABLES = /^TOOLGATE_(URL|API_KEY|POLL_SECONDS|NODE_FLAGS|UPDATE_SCREENSHOTS|TEST_[A-Z0-9_]+|BENCH_[A-Z0-9_]+)$/
+
+/**
+ * A warning for every `TOOLGATE_*` variable that is no setting (a misspelt
+ * name is otherwise silently ignored), naming the closest setting.
+ */
+export function unknownVariables (env: Record<string, string | undefined> = process.env): string[] {
+  const known = Object.values(SETTINGS).map((s) => s.env as string)
+  const warnings: string[] = []
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('TOOLGATE_') || known.includes(name) || OTHER_VARIABLES.test(name)) continue
+    const closest = known.map((k) => ({ k, d: editDistance(name, k) })).sort((a, b) => a.d - b.d)[0]
+    const hint = closest !== undefined && closest.d <= Math.max(2, Math.floor(name.length / 5)) ? ` (did you mean ${closest.k}?)` : ''
+    warnings.push(`${name} is not a toolgate setting and is ignored${hint}`)
+  }
+  return warnings
+}
+
+/** Levenshtein distance: the fewest one-character edits from a to b. */
+function editDistance (a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    row = next
+  }
+  return row[b.length]!
 }
 
 /** The configuration with every default: for tests and embedding. */

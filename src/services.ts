@@ -22,6 +22,7 @@ import { UncertainWrites, type UncertainWritesOptions } from './uncertain/servic
 import { ApprovalService } from './approvals/service.js'
 import { type Clock, systemClock } from './clock.js'
 import { McpGateway } from './mcp-server/gateway.js'
+import { listenHost } from './auth/open-mode.js'
 import { isLoopbackAddress, normalizeOrigin } from './mcp-server/origin.js'
 import { OneCallTurns } from './mcp-server/turns.js'
 
@@ -84,7 +85,16 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const external = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
   const authorizer = external === undefined ? undefined : meteredAuthorizer(external, telemetry.metrics.registry)
   const replicaId = randomUUID()
-  const mcp = new McpServers({ tools, logger, metrics: telemetry.metrics.registry, allowedOrigins: config.executorAllowedOrigins, ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect }) })
+  const mcp = new McpServers({
+    tools,
+    logger,
+    metrics: telemetry.metrics.registry,
+    allowedOrigins: config.executorAllowedOrigins,
+    clock,
+    maxTools: config.mcpMaxTools,
+    maxResponseBytes: config.maxExecutorResponseBytes,
+    ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect })
+  })
   const uncertain = new UncertainWrites({
     store,
     tools,
@@ -134,6 +144,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     logger,
     clock
   })
+  const keys = overrides.keys ?? new KeyRing()
   const turns = new OneCallTurns({ engine, approvals, store, clock, logger, describe: (name) => tools.get(name)?.description ?? '' })
   const mcpGateway = new McpGateway({
     runs,
@@ -141,7 +152,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     turns,
     origins: {
       allowedOrigins: new Set((config.mcpAllowedOrigins ?? []).map((o) => normalizeOrigin(o) ?? o)),
-      loopbackListen: isLoopbackAddress(config.host)
+      // The address src/server.ts listens on: HOST, else loopback for an open service.
+      loopbackListen: isLoopbackAddress(listenHost(config.host, keys.open))
     },
     registry: telemetry.metrics.registry,
     logger,
@@ -159,7 +171,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     engine,
     runs,
     approvals,
-    keys: overrides.keys ?? new KeyRing(),
+    keys,
     telemetry,
     replicaId,
     uncertain,

@@ -4,9 +4,9 @@
  * this registry, never a provider: a new format is one module in the list.
  */
 import type { TSchema } from '@sinclair/typebox'
-import type { CallResult, PolicyMessage } from '../batch/types.js'
+import type { CallResult, PolicyMessage } from '../model/result.js'
 import { ProblemError } from '../errors.js'
-import type { RawCall } from '../prepare/types.js'
+import type { RawCall } from '../model/call.js'
 import { anthropic } from './anthropic.js'
 import { gemini } from './gemini.js'
 import { openaiChat } from './openai-chat.js'
@@ -63,10 +63,10 @@ export function decodeBatchBody (body: BatchBodyInput): DecodedBatch {
 }
 
 /** The answer's `messages` in the batch's format. */
-export function renderMessages (format: string, results: readonly CallResult[], policyMessages: readonly PolicyMessage[]): unknown[] {
+export function renderMessages (format: string, results: readonly CallResult[], policyMessages: readonly PolicyMessage[], calls: readonly RawCall[] = []): unknown[] {
   const f = BY_NAME.get(format)
   if (f === undefined) throw new Error(`unknown provider format ${format}`)
-  return f.render(results, policyMessages)
+  return f.render(results, policyMessages, calls)
 }
 
 /**

@@ -2,7 +2,7 @@
  * What an MCP client gets for one `tools/call` (SPEC section 16): the batch
  * answer of its one-call turn, as an MCP tool result. Pure.
  */
-import type { CallResult } from '../batch/types.js'
+import type { CallResult } from '../model/result.js'
 
 /** The part of a batch's answer (JSON) a tool result is made of. */
 export interface TurnAnswer {

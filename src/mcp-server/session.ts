@@ -10,9 +10,8 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
 import { offeredTools } from '../tools/offered.js'
-import type { Tool } from '../tools/types.js'
+import type { Tool } from '../model/tool.js'
 import { ProblemError } from '../errors.js'
-import { modelSafeNames } from './names.js'
 import { runEndedResult } from './results.js'
 import type { OneCallTurns, UserDecision } from './turns.js'
 
@@ -142,9 +141,7 @@ export class McpSession {
   /** The run's tools as this session's key may see them, each under its model-safe name. */
   async #offered (): Promise<Array<{ name: string, tool: Tool }>> {
     const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
-    const tools = offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes)
-    const names = modelSafeNames(tools.map((t) => t.name))
-    return tools.map((tool) => ({ name: names.get(tool.name) ?? tool.name, tool }))
+    return offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
   }
 
   /** Asks the client's user to approve a held call (elicitation); null when there is no usable answer. */

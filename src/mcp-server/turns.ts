@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import type { Decider } from '../approvals/types.js'
+import type { Decider } from '../model/waiting.js'
 import type { ApprovalService } from '../approvals/service.js'
 import { waitForAnswer } from '../approvals/waiters.js'
 import type { BatchEngine } from '../batch/engine.js'

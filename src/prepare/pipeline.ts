@@ -2,13 +2,13 @@
  * The preparation pipeline (SPEC section 5): every stage, in order, for each
  * call of a batch. A call that fails a stage is rejected and the others go on.
  */
-import type { Tool, ToolLookup } from '../tools/types.js'
-import type { ExternalAuthorizer } from './authorize.js'
-import { authorizeLocally } from './authorize.js'
+import type { Tool, ToolLookup } from '../model/tool.js'
+import { authorizeLocally, type ExternalAuthorizer } from './authorize.js'
 import { coerceScalars, parseArguments, renameArgumentAliases, resolveTool } from './compat.js'
 import { resolveConflictKey } from './conflict-key.js'
 import { applyRewrites, RewriteError } from './rewrite.js'
-import type { AuthorizationContext, PreparationContext, PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from './types.js'
+import type { AuthorizationContext, PreparationContext } from './types.js'
+import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from '../model/call.js'
 import { describeErrors, validateArguments } from './validate.js'
 
 /** A call that passed every stage up to the external authorizer. */
@@ -24,6 +24,9 @@ function rejected (call: RawCall, index: number, tool: Tool | null, reason: Reje
 
 /** Every stage but the external authorizer and the conflict key. */
 function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): RejectedCall | LocallyAuthorized {
+  if (call.kind !== undefined) {
+    return rejected(call, index, null, 'unsupported_call_type', `this is a ${call.kind} tool call, which toolgate does not run; call the tool as a function instead`, call.arguments)
+  }
   const resolved = resolveTool(call.name, lookup)
   if (!resolved.ok) return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
   const tool = resolved.value

@@ -1,4 +1,4 @@
-import type { Tool } from './types.js'
+import type { Tool } from '../model/tool.js'
 
 /**
  * The tools a run may offer its model (SPEC section 3): those its `tools`

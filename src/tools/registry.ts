@@ -3,12 +3,14 @@ import addFormatsModule from 'ajv-formats'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
-import { parsePointer } from '../prepare/json-pointer.js'
+import { parsePointer } from '../model/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
 import { compileIgnoredArguments } from '../repeat/ignore.js'
-import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
+import { linearRegExp, unsupportedPatterns } from '../model/linear-regexp.js'
+import { modelToolNames } from './model-names.js'
+import { problemAt, schemaProblems } from './schema-problems.js'
 import type { Executor } from '../dispatch/executor.js'
-import type { Tool, ToolDefinition, ToolLookup } from './types.js'
+import type { Tool, ToolDefinition, ToolLookup } from '../model/tool.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export.
 const Ajv2020 = Ajv2020Module.default
@@ -64,6 +66,8 @@ export interface RegistryOptions {
 export class ToolRegistry implements ToolLookup {
   readonly #tools = new Map<string, Tool>()
   readonly #byAlias = new Map<string, Tool>()
+  /** Offered names of the tools whose own names the model APIs refuse, both ways; built when first read after a change. */
+  #modelNames: { byName: Map<string, string>, tools: Map<string, Tool> } | null = null
   /** Imported tools by name: the MCP server each came from. */
   readonly #owners = new Map<string, string>()
   readonly #opts: RegistryOptions
@@ -89,7 +93,11 @@ export class ToolRegistry implements ToolLookup {
    */
   compile (input: unknown, via?: Executor): Tool {
     if (!checkDefinition.Check(input)) {
-      const problems = [...checkDefinition.Errors(input)].slice(0, 10).map((e) => `${e.path === '' ? '(definition)' : e.path}: ${e.message}`)
+      // With the executor URLs' own problems: an invalid file is reported with every problem listed.
+      const problems = schemaProblems(checkDefinition, input)
+      const executor = (input as { executor?: { url?: unknown, statusUrl?: unknown } } | null)?.executor
+      if (via === undefined && typeof executor?.url === 'string' && !problemAt(problems, '/executor/url')) this.#checkUrl(executor.url, '/executor/url', problems)
+      if (typeof executor?.statusUrl === 'string' && !problemAt(problems, '/executor/statusUrl')) this.#checkUrl(executor.statusUrl, '/executor/statusUrl', problems)
       throw new InvalidToolError(problems)
     }
     const def = input as ToolDefinition
@@ -269,6 +277,7 @@ export class ToolRegistry implements ToolLookup {
   }
 
   #install (tool: Tool): { tool: Tool, created: boolean } {
+    this.#modelNames = null
     this.#changed()
     const previous = this.#tools.get(tool.name)
     if (previous !== undefined) for (const alias of previous.aliases) this.#byAlias.delete(alias)
@@ -304,6 +313,7 @@ export class ToolRegistry implements ToolLookup {
   delete (name: string): boolean {
     const tool = this.#tools.get(name)
     if (tool === undefined) return false
+    this.#modelNames = null
     this.#changed()
     this.#owners.delete(name)
     this.#tools.delete(name)
@@ -316,7 +326,22 @@ export class ToolRegistry implements ToolLookup {
   }
 
   resolve (nameOrAlias: string): Tool | undefined {
-    return this.#tools.get(nameOrAlias) ?? this.#byAlias.get(nameOrAlias)
+    return this.#tools.get(nameOrAlias) ?? this.#byAlias.get(nameOrAlias) ?? this.#mapped().tools.get(nameOrAlias)
+  }
+
+  /** The name a tool is offered under in provider formats: its own, or a mapped one when the model APIs refuse its own (`model-names.ts`). */
+  modelName (name: string): string {
+    return this.#mapped().byName.get(name) ?? name
+  }
+
+  #mapped (): { byName: Map<string, string>, tools: Map<string, Tool> } {
+    if (this.#modelNames === null) {
+      const byName = modelToolNames(this.#tools.keys(), new Set([...this.#tools.keys(), ...this.#byAlias.keys()]))
+      const tools = new Map<string, Tool>()
+      for (const [name, offered] of byName) tools.set(offered, this.#tools.get(name)!)
+      this.#modelNames = { byName, tools }
+    }
+    return this.#modelNames
   }
 
   list (): Tool[] {

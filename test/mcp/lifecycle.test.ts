@@ -1,4 +1,5 @@
 import t from 'tap'
+import { FakeClock } from '../clock.js'
 import { buildTestApp, freePort, get, runBatch, startExecutor, tool } from '../helper.js'
 import { InvalidMcpServerError } from '../../src/mcp/servers.js'
 import { startFaultServer } from './fault-server.js'
@@ -52,9 +53,12 @@ t.test('a server down at start does not stop the start; its tools are executor_u
 t.test('notifications/tools/list_changed makes toolgate list the tools again', async (t) => {
   const faults = await startFaultServer()
   t.teardown(() => faults.close())
-  const { app } = await buildTestApp(t)
+  const clock = new FakeClock()
+  const { app } = await buildTestApp(t, { clock })
   await app.services.mcp.startAll([{ name: 'f', transport: 'streamableHttp', url: faults.url }])
   t.notOk((await get(app, '/v1/mcp-servers/f')).body.tools.includes('f_added'))
+  // Past the 5 s within which a server is not listed twice.
+  clock.advance(5000)
   const refreshed = app.services.mcp.when('f', (v) => v.tools.includes('f_added'))
   faults.addTool('added')
   await refreshed
@@ -120,4 +124,34 @@ t.test('an override wins over the annotations, and the tools of one server may b
   t.equal(structured.readOnly, false, 'an action is a write even from a trusted server that says readOnlyHint')
   const res = await runBatch(app, [{ id: 'a', name: 'f_structured', arguments: { text: 'z' } }])
   t.equal(res.body.results[0].content, '{"status":"committed"}')
+})
+
+t.test('a server definition with schema problems and others lists them all, each place once, enums with their values', async (t) => {
+  const { app } = await buildTestApp(t)
+  const err = await app.services.mcp.startAll([
+    { name: 'f', transport: 'streamableHttp', url: 'ftp://h/mcp', trust: 'maybe', tools: { echo: { conflictKey: 'k:{nope' } } },
+    { name: 'g', transport: 'streamableHttp' }
+  ]).catch((e: unknown) => e)
+  t.type(err, InvalidMcpServerError)
+  const problems = (err as InvalidMcpServerError).problems
+  const text = problems.join('\n')
+  t.match(text, /trust: must be one of "untrusted", "trusted"/, 'the enum names its allowed values')
+  t.match(text, /\/url: must be http or https/, 'the ftp URL beside the bad trust')
+  t.match(text, /\/tools\/echo.*conflictKey/, 'the bad override too')
+  t.equal(problems.filter((p) => p.includes('/url')).length, 2, 'the missing url once, the ftp one once')
+  t.equal(new Set(problems).size, problems.length, 'no problem twice')
+  t.same(app.services.mcp.list(), [], 'nothing was added')
+})
+
+t.test('a stdio server that fails to start is down with what it said on stderr as its lastError', async (t) => {
+  const { app } = await buildTestApp(t, { mcpReconnect: { initialMs: 60_000, maxMs: 60_000 } })
+  await app.services.mcp.startAll([{
+    name: 'broken',
+    transport: 'stdio',
+    command: process.execPath,
+    args: ['-e', 'process.stderr.write("Error accessing directory /nope: ENOENT\\n"); process.exit(1)']
+  }])
+  const view = (await get(app, '/v1/mcp-servers/broken')).body
+  t.equal(view.state, 'down')
+  t.match(view.lastError, /^connecting failed: .*; its stderr: "Error accessing directory \/nope: ENOENT"$/)
 })

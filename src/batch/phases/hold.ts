@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../../approvals/hold.js'
 import { announceHeld, heldIndexes, toWaiting } from '../../approvals/waiting.js'
 import { round } from '../../events/recorder.js'
-import type { PreparationOutcome } from '../../prepare/types.js'
+import type { PreparationOutcome } from '../../model/call.js'
 import { hold as holdRun } from '../../runs/transitions.js'
 import type { BatchAnswer, EngineDeps } from '../engine-types.js'
 import type { BatchRuntime } from '../runtime.js'
@@ -46,7 +46,8 @@ async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
     now: deps.clock.now(),
     ttlMs: settings.ttlMs,
     outcomes,
-    events: [...rt.recorder.events]
+    events: [...rt.recorder.events],
+    calls: state.calls
   })
   const announced = announceHeld(waiting)
   const stored = await deps.store.updateRun(state.runId, (r) => holdRun(r, waiting, deps.replicaId, settings.graceMs))
