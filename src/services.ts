@@ -22,6 +22,7 @@ import { UncertainWrites, type UncertainWritesOptions } from './uncertain/servic
 import { ApprovalService } from './approvals/service.js'
 import { type Clock, systemClock } from './clock.js'
 import { McpGateway } from './mcp-server/gateway.js'
+import { CallRelays } from './dispatch/relays.js'
 import { listenHost } from './auth/open-mode.js'
 import { isLoopbackAddress, normalizeOrigin } from './mcp-server/origin.js'
 import { OneCallTurns } from './mcp-server/turns.js'
@@ -85,7 +86,9 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const external = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
   const authorizer = external === undefined ? undefined : meteredAuthorizer(external, telemetry.metrics.registry)
   const replicaId = randomUUID()
+  const relays = new CallRelays()
   const mcp = new McpServers({
+    relays,
     tools,
     logger,
     metrics: telemetry.metrics.registry,
@@ -145,7 +148,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     clock
   })
   const keys = overrides.keys ?? new KeyRing()
-  const turns = new OneCallTurns({ engine, approvals, store, clock, logger, describe: (name) => tools.get(name)?.description ?? '' })
+  const turns = new OneCallTurns({ engine, approvals, store, clock, logger, relays, describe: (name) => tools.get(name)?.description ?? '' })
   const mcpGateway = new McpGateway({
     runs,
     tools,

@@ -6,7 +6,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolRequestSchema, CreateMessageResultSchema, ErrorCode, ListToolsRequestSchema, type LoggingLevel, McpError, SetLevelRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
 import { offeredTools } from '../tools/offered.js'
@@ -42,6 +42,9 @@ export interface SessionDeps {
   onClosed: (session: McpSession) => void
 }
 
+/** MCP's log levels, least severe first (RFC 5424's, as `logging/setLevel` takes them). */
+const LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']
+
 /** The question put to an MCP client's user about a held call (elicitation, form mode). */
 const DECISION_SCHEMA = {
   type: 'object' as const,
@@ -59,6 +62,8 @@ export class McpSession {
   /** Last request seen, for the idle sweep. */
   lastSeen: number
   readonly #deps: SessionDeps
+  /** The least severe level of log messages the client wants (`logging/setLevel`); all of them until it says. */
+  #logLevel: LoggingLevel = 'debug'
 
   constructor (owner: SessionOwner, deps: SessionDeps, now: number, generateId: () => string) {
     this.owner = owner
@@ -72,6 +77,10 @@ export class McpSession {
     this.server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions: 'toolgate runs these tools under its safety rules: conflicting writes never overlap, a write whose outcome is unknown is never repeated blindly, loops are stopped, and some calls wait for a person to approve them.'
+    })
+    this.server.setRequestHandler(SetLevelRequestSchema, async (request) => {
+      this.#logLevel = request.params.level
+      return {}
     })
     this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.#offered()).map(({ name, tool }) => describe(name, tool)) }))
     this.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -87,7 +96,15 @@ export class McpSession {
       const match = offered.find((o) => o.name === name)
       if (match === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`)
       const progressToken = extra._meta?.progressToken
+      // Progress only grows: the executor's comes after the waiting's, counted on from where it stopped.
       let progressCount = 0
+      const sendProgress = (progress: number, total: number | undefined, message: string | undefined): void => {
+        if (progressToken === undefined) return
+        progressCount = progress
+        const params = { progressToken, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) }
+        void extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {})
+      }
+      const sampling = this.server.getClientCapabilities()?.sampling !== undefined
       const result = await deps.turns.run({
         runId: owner.runId,
         tenant: owner.tenant,
@@ -96,9 +113,21 @@ export class McpSession {
         tool: match.tool.name,
         arguments: request.params.arguments ?? {},
         signal: extra.signal,
-        progress: progressToken === undefined
-          ? undefined
-          : (message) => { void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progressCount, message } }).catch(() => {}) },
+        progress: progressToken === undefined ? undefined : (message) => sendProgress(progressCount + 1, undefined, message),
+        relay: (() => {
+          const base = progressCount
+          return {
+            progress: (u) => sendProgress(base + u.progress, u.total === undefined ? undefined : base + u.total, u.message),
+            log: (m) => {
+              if (LEVELS.indexOf(m.level as LoggingLevel) < LEVELS.indexOf(this.#logLevel)) return
+              void extra.sendNotification({ method: 'notifications/message', params: { ...m, level: m.level as LoggingLevel } }).catch(() => {})
+            },
+            request: async (method, params, signal) => {
+              if (method !== 'sampling/createMessage' || !sampling) throw new McpError(ErrorCode.InvalidRequest, `The MCP client of this call does not offer ${method === 'sampling/createMessage' ? 'sampling' : method}.`)
+              return await extra.sendRequest({ method, params } as never, CreateMessageResultSchema, { signal }) as Record<string, unknown>
+            }
+          }
+        })(),
         askUser: this.server.getClientCapabilities()?.elicitation === undefined
           ? undefined
           : (question, signal) => this.#ask(question, signal, extra.requestId)

@@ -17,6 +17,8 @@ import type { ApprovalService } from '../approvals/service.js'
 import { waitForAnswer } from '../approvals/waiters.js'
 import type { BatchEngine } from '../batch/engine.js'
 import type { Clock } from '../clock.js'
+import type { ToolCallResult } from '../dispatch/executor.js'
+import type { CallRelay, CallRelays } from '../dispatch/relays.js'
 import { ProblemError } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { type McpToolResult, runEndedResult, toolResultOf, type TurnAnswer } from './results.js'
@@ -42,6 +44,8 @@ export interface OneCall {
   signal: AbortSignal
   /** Sends an MCP progress notification to the caller, when it gave a progress token. */
   progress?: ((message: string) => void) | undefined
+  /** The caller as the tool's executor can reach it (an imported MCP tool's progress, logs, requests); its `result` is kept for the answer. */
+  relay?: Omit<CallRelay, 'result'> | undefined
   /** Asks the client's user to decide on a held call, when the client can (elicitation). */
   askUser?: ((question: ApprovalQuestion, signal: AbortSignal) => Promise<UserDecision | null>) | undefined
 }
@@ -57,6 +61,7 @@ export interface TurnDeps {
   store: Store
   clock: Clock
   logger: Logger
+  relays: CallRelays
   /** The description of a tool, for the question put to a person. */
   describe: (tool: string) => string
 }
@@ -88,6 +93,17 @@ export class OneCallTurns {
   async #turn (call: OneCall): Promise<McpToolResult | null> {
     const callId = `mcp_${randomUUID()}`
     const batchId = `mcp_${randomUUID()}`
+    // What the executor sends while the call runs reaches this caller, on whichever request of this process runs it.
+    let raw: ToolCallResult | undefined
+    const relayed = call.relay === undefined ? null : this.#deps.relays.register(call.runId, callId, { ...call.relay, result: (r) => { raw = r } })
+    try {
+      return await this.#turnOf(call, callId, batchId, () => raw)
+    } finally {
+      relayed?.release()
+    }
+  }
+
+  async #turnOf (call: OneCall, callId: string, batchId: string, raw: () => ToolCallResult | undefined): Promise<McpToolResult | null> {
     let wait = BUSY_RETRY_MS
     for (;;) {
       try {
@@ -102,7 +118,7 @@ export class OneCallTurns {
         })
         const body = answered.status === 202 ? await this.#decided(call, batchId, callId, answered.body) : answered.body
         if (body === null) return runEndedResult(callId, 'ended', undefined)
-        return toolResultOf(JSON.parse(body) as TurnAnswer)
+        return toolResultOf(JSON.parse(body) as TurnAnswer, raw())
       } catch (err) {
         if (!(err instanceof ProblemError)) throw err
         if (err.code === 'run_not_active') return runEndedResult(callId, 'terminated', err.extra?.terminationReason as string | undefined)

@@ -3,12 +3,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import { CallToolResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolResultSchema, CreateMessageRequestSchema, ErrorCode, LoggingMessageNotificationSchema, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import * as z from 'zod/v4'
 import type { McpServerDefinition } from '../../schemas/mcp-server.js'
 import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
+import type { CallRelay } from '../dispatch/relays.js'
 import { type BoundedCall, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { classifyCallError, describeFailure } from './classify.js'
 import { DEFAULT_MAX_TOOLS, type ImportSettings, boundedProblems } from './import.js'
@@ -69,6 +70,8 @@ export class McpConnection {
   readonly #maxResponseBytes: number
   /** tools/call requests in flight over Streamable HTTP, by operation id: the bounded fetch stops one whose answer is too long. */
   readonly #inFlight = new Map<string, BoundedCall>()
+  /** Calls in flight that have a caller to relay to, by operation id. */
+  readonly #relayed = new Map<string, CallRelay>()
   #state: ServerState = 'connecting'
   #lastError: string | null = null
   #refreshedAt: string | null = null
@@ -160,10 +163,10 @@ export class McpConnection {
    * session (the request was not processed), so a new session is
    * initialised and the call sent once more on it.
    */
-  async call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>): Promise<ExecutorAnswer> {
+  async call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, relay?: CallRelay): Promise<ExecutorAnswer> {
     const client = this.#client
     if (client === null) return UNAVAILABLE
-    const first = await this.#send(client, remoteName, args, operationId, timeoutMs, trace)
+    const first = await this.#send(client, remoteName, args, operationId, timeoutMs, trace, relay)
     if (first !== SESSION_LOST) return first
     this.#log.warn({ mcpServer: this.settings.name }, 'MCP session lost by the server: initialising a new one')
     if (this.#client === client) {
@@ -175,24 +178,27 @@ export class McpConnection {
     }
     const fresh = this.#client
     if (fresh === null) return { kind: 'unsent', code: 'session_lost' }
-    const second = await this.#send(fresh, remoteName, args, operationId, timeoutMs, trace)
+    const second = await this.#send(fresh, remoteName, args, operationId, timeoutMs, trace, relay)
     if (second !== SESSION_LOST) return second
     this.#drop(fresh, 'the server lost the session again')
     return { kind: 'unsent', code: 'session_lost' }
   }
 
-  async #send (client: Client, remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>): Promise<ExecutorAnswer | typeof SESSION_LOST> {
+  async #send (client: Client, remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, relay?: CallRelay): Promise<ExecutorAnswer | typeof SESSION_LOST> {
     const abort = new AbortController()
     this.#inFlight.set(operationId, { abort: (reason) => { abort.abort(reason) } })
+    if (relay !== undefined) this.#relayed.set(operationId, relay)
     try {
       // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
       const result = await client.request(
         { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { ...trace, 'toolgate/operationId': operationId } } },
         CallToolResultSchema,
         // On timeout the SDK sends notifications/cancelled for the request.
-        { timeout: timeoutMs, signal: abort.signal }
+        // A caller to relay to asks for progress (the SDK then sends a progress token).
+        { timeout: timeoutMs, signal: abort.signal, ...(relay === undefined ? {} : { onprogress: (p: { progress: number, total?: number, message?: string }) => relay.progress(p) }) }
       )
       if (this.definition.transport === 'stdio' && tooLong(result, this.#maxResponseBytes)) return { kind: 'unknown', code: 'response_too_large' }
+      relay?.result(result as ToolCallResult)
       return { kind: 'tool_result', result: result as ToolCallResult }
     } catch (err) {
       if (err instanceof StreamableHTTPError && err.code === 404) return SESSION_LOST
@@ -205,7 +211,15 @@ export class McpConnection {
       return answer
     } finally {
       this.#inFlight.delete(operationId)
+      this.#relayed.delete(operationId)
     }
+  }
+
+  /** The caller of the one call in flight that has one; none when several do (which one a message is for is unknown). */
+  #onlyRelayed (): CallRelay | undefined {
+    if (this.#relayed.size !== 1) return undefined
+    for (const relay of this.#relayed.values()) return relay
+    return undefined
   }
 
   /** Stops for good: no more reconnects, the process (stdio) is stopped. */
@@ -226,10 +240,18 @@ export class McpConnection {
 
   async #attempt (): Promise<void> {
     this.#setState('connecting')
-    const client = new Client(CLIENT_INFO, { capabilities: {} })
+    const client = new Client(CLIENT_INFO, { capabilities: { sampling: {} } })
     // The SDK reports errors it recovers from here; failures that matter are met where they happen.
     client.onerror = () => {}
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => { void this.refresh() })
+    // What the server sends during a call reaches the call's caller, when it has one (toolgate's own
+    // MCP endpoint). Neither names its call: it is the one call in flight that has a caller.
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { this.#onlyRelayed()?.log(n.params) })
+    client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+      const relay = this.#onlyRelayed()
+      if (relay === undefined) throw new McpError(ErrorCode.InvalidRequest, 'Sampling is only available during a call whose caller is an MCP client that offers it.')
+      return await relay.request('sampling/createMessage', request.params, extra.signal) as never
+    })
     const setupOutput = new SetupOutput()
     try {
       const transport = this.#transport()

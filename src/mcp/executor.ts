@@ -1,4 +1,5 @@
 import type { DispatchContext, Executor, ExecutorAnswer, ExecutorCall } from '../dispatch/executor.js'
+import type { CallRelays } from '../dispatch/relays.js'
 import type { McpConnection } from './connection.js'
 import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry/client-spans.js'
 
@@ -12,16 +13,20 @@ import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry
 export class McpToolExecutor implements Executor {
   readonly #connection: McpConnection
   readonly #remoteName: string
+  /** The callers of calls, for what the server sends them during a call (toolgate's own MCP endpoint). */
+  readonly #relays: CallRelays | undefined
 
-  constructor (connection: McpConnection, remoteName: string) {
+  constructor (connection: McpConnection, remoteName: string, relays?: CallRelays) {
     this.#connection = connection
     this.#remoteName = remoteName
+    this.#relays = relays
   }
 
-  send (_ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
-    if (trace === undefined) return this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs)
+  send (ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
+    const relay = this.#relays?.get(ctx.runId, call.id)
+    if (trace === undefined) return this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, relay)
     return withClientSpan(trace, () => this.#shape(),
-      (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers), settleAnswer)
+      (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers, relay), settleAnswer)
   }
 
   #shape (): ClientSpanShape {

@@ -13,6 +13,7 @@ import type { Clock } from '../clock.js'
 import { DEFAULT_MAX_TOOLS, type ImportSettings, planImport, planPlaceholders, quotedName } from './import.js'
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
 import { McpToolExecutor } from './executor.js'
+import type { CallRelays } from '../dispatch/relays.js'
 
 /** A server definition that cannot be used; `problems` names each thing wrong. */
 export class InvalidMcpServerError extends Error {
@@ -26,6 +27,8 @@ export class InvalidMcpServerError extends Error {
 
 export interface McpServersOptions {
   tools: ToolRegistry
+  /** The callers of calls that have one (toolgate's own MCP endpoint): what a server sends during a call reaches them. */
+  relays?: CallRelays
   logger: Logger
   metrics: Registry
   /** Origins a Streamable HTTP server's URL must belong to; null for any. */
@@ -246,7 +249,7 @@ export class McpServers {
         slice = performance.now()
       }
       try {
-        const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName))
+        const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName, this.#opts.relays))
         tools.push(tool)
         after.set(remoteName, { key, tool })
       } catch (err) {
