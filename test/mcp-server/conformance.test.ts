@@ -23,6 +23,10 @@ const SCENARIOS = [
   'json-schema-2020-12', 'dns-rebinding-protection'
 ]
 
+/** Scenarios expected to fail, with why: the suite's own baseline file (a stale entry fails the run). */
+const BASELINE = join(import.meta.dirname, 'conformance-baseline.yml')
+const EXPECTED_FAILURES = new Set(['tools-call-elicitation'])
+
 const major = Number(process.versions.node.split('.')[0])
 const node = major >= 22 ? process.execPath : process.env.TOOLGATE_TEST_NODE24
 if (node === undefined) {
@@ -38,13 +42,14 @@ if (node === undefined) {
   t.teardown(() => rm(results, { recursive: true, force: true }))
 
   for (const scenario of SCENARIOS) {
-    t.test(`the conformance scenario ${scenario} passes against /mcp`, async (t) => {
-      const run = await promisify(execFile)(node, [cli, 'server', '--url', `${base}/mcp`, '--scenario', scenario], { cwd: results, timeout: 60_000, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } })
+    const expected = EXPECTED_FAILURES.has(scenario)
+    t.test(`the conformance scenario ${scenario} ${expected ? 'fails as its baseline entry says' : 'passes'} against /mcp`, async (t) => {
+      const run = await promisify(execFile)(node, [cli, 'server', '--url', `${base}/mcp`, '--scenario', scenario, '--expected-failures', BASELINE], { cwd: results, timeout: 60_000, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } })
         .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code?: number, stdout?: string, stderr?: string }) => ({ code: err.code ?? 1, out: `${err.stdout ?? ''}${err.stderr ?? ''}` }))
       const summary = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(run.out)
       t.ok(summary, `the suite printed its results\n${run.out.slice(-2000)}`)
-      t.equal(summary?.[3], '0', `no check failed\n${run.out.slice(-2000)}`)
-      t.equal(run.code, 0, 'the suite exited 0')
+      if (!expected) t.equal(summary?.[3], '0', `no check failed\n${run.out.slice(-2000)}`)
+      t.equal(run.code, 0, expected ? 'the suite exited 0: the scenario failed as expected' : 'the suite exited 0')
     })
   }
 }
