@@ -3,6 +3,8 @@ import type { Tool } from '../tools/types.js'
 /** Why preparation refused a call; the SPEC's `details.reason` codes. */
 export type RejectionReason =
   | 'unknown_tool'
+  /** An MCP tool whose definition changed since it was pinned, or new to a pinned server (SPEC §18). */
+  | 'tool_quarantined'
   | 'tool_not_allowed'
   | 'invalid_arguments'
   | 'conflict_key_unresolved'
