@@ -43,7 +43,6 @@ export const mcpServerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   }, async (req) => {
     const view = mcp.view(req.params.name)
     if (view === undefined) throw notFound(req.params.name)
-    // A read: nothing changed, so no admin change is recorded.
     return view
   })
 
