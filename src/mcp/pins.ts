@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { canonicalJson } from '../repeat/fingerprint.js'
+import { canonicalJson } from '../model/json.js'
 import type { ToolPin } from '../store/tool-pins.js'
 import type { ListedTool } from './import.js'
 
