@@ -72,10 +72,12 @@ async function show () {
   view.replaceChildren()
   if (!signedIn) return
   const path = location.hash.replace(/^#/, '') || '/'
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent)
+  const parts = path.split('/').filter(Boolean).map(decodePart)
   view.setAttribute('aria-busy', 'true')
   try {
-    if (parts.length === 0) await runsView()
+    // A malformed % escape (a hand-edited or cut link) names no page; it must not blank this one.
+    if (parts.includes(null)) view.append(h('p', { class: 'error', role: 'alert' }, 'No such page.'))
+    else if (parts.length === 0) await runsView()
     else if (parts[0] === 'approvals') await inbox(view)
     else if (parts[0] === 'summary') await summaryView()
     else if (parts[0] === 'runs' && parts[2] === 'uncertain' && parts.length === 3) view.append(await uncertainPanel(parts[1], show))
@@ -90,6 +92,15 @@ async function show () {
     view.append(h('p', { class: 'error', role: 'alert', 'data-code': err.code ?? '' }, err.message))
   } finally {
     view.removeAttribute('aria-busy')
+  }
+}
+
+/** A part of the location hash, decoded, or null when its % escapes are malformed. */
+function decodePart (part) {
+  try {
+    return decodeURIComponent(part)
+  } catch {
+    return null
   }
 }
 

@@ -8,6 +8,7 @@ import { compileProjection } from '../receipts/projection.js'
 import { compileIgnoredArguments } from '../repeat/ignore.js'
 import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
 import { modelToolNames } from './model-names.js'
+import { problemAt, schemaProblems } from './schema-problems.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { Tool, ToolDefinition, ToolLookup } from './types.js'
 
@@ -89,7 +90,11 @@ export class ToolRegistry implements ToolLookup {
    */
   compile (input: unknown, via?: Executor): Tool {
     if (!checkDefinition.Check(input)) {
-      const problems = [...checkDefinition.Errors(input)].slice(0, 10).map((e) => `${e.path === '' ? '(definition)' : e.path}: ${e.message}`)
+      // With the executor URLs' own problems: an invalid file is reported with every problem listed.
+      const problems = schemaProblems(checkDefinition, input)
+      const executor = (input as { executor?: { url?: unknown, statusUrl?: unknown } } | null)?.executor
+      if (via === undefined && typeof executor?.url === 'string' && !problemAt(problems, '/executor/url')) this.#checkUrl(executor.url, '/executor/url', problems)
+      if (typeof executor?.statusUrl === 'string' && !problemAt(problems, '/executor/statusUrl')) this.#checkUrl(executor.statusUrl, '/executor/statusUrl', problems)
       throw new InvalidToolError(problems)
     }
     const def = input as ToolDefinition
