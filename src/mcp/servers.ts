@@ -10,7 +10,7 @@ import { problemAt, schemaProblems } from '../tools/schema-problems.js'
 import type { Tool } from '../model/tool.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
 import type { Clock } from '../clock.js'
-import { DEFAULT_MAX_TOOLS, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName } from './import.js'
+import { DEFAULT_MAX_TOOLS, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName, withoutForeignDialect } from './import.js'
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
 import { McpToolExecutor, type OutputCheck } from './executor.js'
 import { changesBetween, pinOf } from './pins.js'
@@ -353,7 +353,7 @@ export class McpServers {
    */
   #outputCheck (schema: Record<string, unknown>): OutputCheck {
     try {
-      const probe = this.#opts.tools.compile({ name: 'output.probe', inputSchema: schema, executor: { url: 'mcp://probe' } }, PROBE)
+      const probe = this.#opts.tools.compile({ name: 'output.probe', inputSchema: withoutForeignDialect(schema), executor: { url: 'mcp://probe' } }, PROBE)
       return (structured) => probe.validate(structured) === true
     } catch (err) {
       if (!(err instanceof InvalidToolError)) throw err
