@@ -95,7 +95,8 @@ export const PendingApproval = Type.Object({
   tool: Type.String(),
   arguments: Type.Object({}, { additionalProperties: true }),
   requestedAt: Type.String(),
-  expiresAt: Type.String()
+  expiresAt: Type.String(),
+  blockedBy: Type.Optional(Type.String({ description: 'The call retries a write whose outcome is still unknown (this operation id): approved, it is `blocked`, not run, until that write is resolved (`POST /v1/receipts/{operationId}/resolve`).' }))
 })
 
 export const BatchResponse = Type.Object({

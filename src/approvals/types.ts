@@ -33,7 +33,7 @@ export interface Decision {
  * them up there.
  */
 export type StoredOutcome =
-  | { ok: true, tool: string, arguments: Record<string, unknown>, held: boolean, decision?: Decision, conflictKey: string | null }
+  | { ok: true, tool: string, arguments: Record<string, unknown>, held: boolean, decision?: Decision, conflictKey: string | null, retryOf?: string }
   | { ok: false, tool: string | null, reason: RejectionReason, message: string, arguments: unknown, decision?: Decision }
 
 /** A batch waiting for decisions, kept in its run's record (so it is atomic with it in every store). */
@@ -63,6 +63,11 @@ export interface PendingApproval {
   arguments: Record<string, unknown>
   requestedAt: string
   expiresAt: string
+  /**
+   * The call retries a write whose outcome is still unknown (this operation
+   * id): approved, it is `blocked`, not run, until that write is resolved.
+   */
+  blockedBy?: string
 }
 
 /** A decision as the approvals route takes it. */

@@ -7,6 +7,8 @@ import { ProblemError } from '../errors.js'
 import type { BatchEvent } from '../batch/types.js'
 import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall } from '../prepare/types.js'
 import type { ToolLookup } from '../tools/types.js'
+import { weighCalls } from '../uncertain/batch.js'
+import type { Uncertainty } from '../uncertain/types.js'
 import type { Decider, Decision, DecisionInput, PendingApproval, StoredOutcome, WaitingBatch } from './types.js'
 
 /** Source positions of the prepared (not rejected) calls whose tool requires approval. */
@@ -73,14 +75,31 @@ export function hasPending (w: WaitingBatch): boolean {
 }
 
 /** Every call of the batch still waiting for a decision, as the API shows it. */
-export function pendingApprovals (w: WaitingBatch): PendingApproval[] {
+export function pendingApprovals (w: WaitingBatch, uncertain?: readonly Uncertainty[]): PendingApproval[] {
   const out: PendingApproval[] = []
   const requestedAt = new Date(w.requestedAt).toISOString()
   const expiresAt = new Date(w.expiresAt).toISOString()
   w.outcomes.forEach((o, i) => {
-    if (o.ok && isPending(o)) out.push({ callId: w.calls[i]!.id, tool: o.tool, arguments: o.arguments, requestedAt, expiresAt })
+    if (!o.ok || !isPending(o)) return
+    const entry: PendingApproval = { callId: w.calls[i]!.id, tool: o.tool, arguments: o.arguments, requestedAt, expiresAt }
+    // Said while the write it retries is still unresolved: approving it then would not run it.
+    if (o.retryOf !== undefined && uncertain?.some((u) => u.operationId === o.retryOf) === true) entry.blockedBy = o.retryOf
+    out.push(entry)
   })
   return out
+}
+
+/**
+ * Marks the held calls that retry one of the run's unresolved uncertain
+ * writes and would be `blocked` at admission (SPEC section 14), inside the
+ * update that holds the batch: the person asked sees it before deciding.
+ */
+export function markBlockedRetries (w: WaitingBatch, uncertain: readonly Uncertainty[] | undefined, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): void {
+  const weighed = weighCalls(uncertain, outcomes, fingerprints)
+  w.outcomes.forEach((o, i) => {
+    const h = weighed[i]
+    if (o.ok && o.held && h?.kind === 'blocked') o.retryOf = h.by.operationId
+  })
 }
 
 /** The next event of the batch, numbered after those it has. */

@@ -207,3 +207,27 @@ t.test('a timed-out run found by a request settles its waiting batch then and th
     t.equal(await app.services.approvals.sweep(), 0, 'nothing left for the sweep')
   }
 })
+
+t.test('a held retry of an unresolved uncertain write says so on its approval entry until that write is resolved', async (t) => {
+  const { app, ex } = await approvalApp(t)
+  let failFirst = true
+  ex.on('mail', (_call, _req, reply) => {
+    if (!failFirst) return { content: 'sent' }
+    failFirst = false
+    return reply.code(502).send({ error: 'gone' })
+  })
+  const runId = await newRun(app)
+  await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls: [{ id: 'm1', name: 'mail', arguments: { k: 'ann' } }] })
+  const first = await decide(app, runId, 'b1', [{ callId: 'm1', approve: true }])
+  t.equal(first.body.results[0].status, 'uncertain')
+  const [open] = (await get(app, `/v1/runs/${runId}/uncertain`)).body.uncertain
+  const held = await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b2', calls: [{ id: 'm2', name: 'mail', arguments: { k: 'ann' } }, { id: 'm3', name: 'mail', arguments: { k: 'bob' } }] })
+  t.equal(held.status, 202)
+  t.strictSame(held.body.approvals.map((a: any) => [a.callId, a.blockedBy ?? null]), [['m2', open.operationId], ['m3', null]], 'the retry says what blocks it; the other call nothing')
+  t.strictSame((await get(app, '/v1/approvals')).body.approvals.map((a: any) => [a.callId, a.blockedBy ?? null]), [['m2', open.operationId], ['m3', null]], 'in the inbox too')
+  const resolved = await post(app, `/v1/receipts/${open.operationId}/resolve`, { status: 'failed' })
+  t.equal(resolved.status, 200)
+  t.strictSame((await get(app, '/v1/approvals')).body.approvals.map((a: any) => a.blockedBy ?? null), [null, null], 'resolved: nothing blocks it any more')
+  const done = await decide(app, runId, 'b2', [{ callId: 'm2', approve: true }, { callId: 'm3', approve: true }])
+  t.strictSame(done.body.results.map((r: any) => r.status), ['ok', 'ok'], 'approved after the resolution, it runs')
+})

@@ -8,10 +8,11 @@
  */
 import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../../approvals/hold.js'
-import { announceHeld, heldIndexes, toWaiting } from '../../approvals/waiting.js'
+import { announceHeld, heldIndexes, markBlockedRetries, toWaiting } from '../../approvals/waiting.js'
 import { round } from '../../events/recorder.js'
 import type { PreparationOutcome } from '../../prepare/types.js'
 import { hold as holdRun } from '../../runs/transitions.js'
+import type { RunRecord } from '../../runs/types.js'
 import type { BatchAnswer, EngineDeps } from '../engine-types.js'
 import type { BatchRuntime } from '../runtime.js'
 import type { BatchState } from '../state.js'
@@ -50,12 +51,17 @@ async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
     calls: state.calls
   })
   const announced = announceHeld(waiting)
-  const stored = await deps.store.updateRun(state.runId, (r) => holdRun(r, waiting, deps.replicaId, settings.graceMs))
+  let uncertain: RunRecord['uncertain']
+  const stored = await deps.store.updateRun(state.runId, (r) => {
+    markBlockedRetries(waiting, r.uncertain, outcomes, state.prepared!.fingerprints)
+    uncertain = r.uncertain
+    return holdRun(r, waiting, deps.replicaId, settings.graceMs)
+  })
   if (!stored.found || !stored.value) return null
   for (const e of announced) rt.onEvent?.(e)
   const durationMs = performance.now() - rt.startedAt
   rt.observer.batchCompleted('awaiting_approval', durationMs)
-  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null })
+  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null, uncertain })
   return {
     body: JSON.stringify(body),
     replayed: false,
