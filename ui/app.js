@@ -154,7 +154,9 @@ async function batchView (runId, batchId) {
     h('thead', {}, h('tr', {}, ['#', 'call', 'tool', 'status', 'epoch', 'started', 'duration', 'why'].map((c) => h('th', {}, c)))),
     h('tbody', {}, answer.results.map((r, i) => {
       const d = r.details ?? {}
-      const why = [d.reason, d.cause, d.httpStatus ? `HTTP ${d.httpStatus}` : null, d.blockedBy ? `blocked by ${d.blockedBy}` : null].filter(Boolean).join(', ')
+      const edit = d.approval?.arguments
+      const why = [d.reason, d.cause, d.httpStatus ? `HTTP ${d.httpStatus}` : null, d.blockedBy ? `blocked by ${d.blockedBy}` : null,
+        edit ? `approved with an edit: ${JSON.stringify(edit.original)} → ${JSON.stringify(edit.edited)}` : null].filter(Boolean).join(', ')
       return h('tr', { 'data-call': r.callId },
         h('td', { class: 'num' }, i + 1), h('td', {}, r.callId), h('td', {}, r.name), h('td', {}, badge(r.status)),
         h('td', { class: 'num' }, d.epoch ?? ''), h('td', {}, d.startedAt ? new Date(d.startedAt).toLocaleTimeString() : ''),

@@ -23,6 +23,8 @@ export interface Decision {
   at: number
   /** The approver changed the arguments (they went through preparation again). */
   edited?: boolean
+  /** With `edited`: the arguments as held and as the edit made them (prepared, or as far as preparation got). Shown to operators, never logged. */
+  arguments?: { original: Record<string, unknown>, edited: unknown }
   expired?: boolean
 }
 

@@ -144,7 +144,10 @@ export function applyDecisions (w: WaitingBatch, decisions: readonly DecisionInp
     const decision: Decision = { approve: d.approve, by, at: now }
     if (!d.approve && d.reason !== undefined) decision.reason = d.reason
     const edit = d.approve ? edits.get(d.callId) : undefined
-    if (edit !== undefined) decision.edited = true
+    if (edit !== undefined) {
+      decision.edited = true
+      decision.arguments = { original: structuredClone(held.arguments), edited: structuredClone(edit.arguments) }
+    }
     // An edit that failed preparation leaves a rejection, decided as approved.
     w.outcomes[i] = { ...(edit ?? held), ...(edit?.ok === true ? { held: true } : {}), decision }
     const event = d.approve

@@ -64,8 +64,8 @@ t.test('a request naming a call that is not pending changes nothing', async (t) 
   t.equal(ex.calls.length, 0)
 })
 
-t.test('an approval with edited arguments is prepared again; an edit that fails preparation makes the call rejected', async (t) => {
-  const { app, ex } = await approvalApp(t)
+t.test('an approval with edited arguments is prepared again and recorded with the original; an edit that fails preparation makes the call rejected', async (t) => {
+  const { app, ex, logs } = await approvalApp(t)
   const runId = await newRun(app)
   await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls })
   const bad = await decide(app, runId, 'b1', [{ callId: 'a', approve: true, arguments: { k: 5 } }])
@@ -74,9 +74,18 @@ t.test('an approval with edited arguments is prepared again; an edit that fails 
   const done = await decide(app, runId, 'b1', [{ callId: 'b', approve: true, arguments: '{"k":"carol","x":"3"}' }])
   t.equal(done.status, 200)
   t.equal(done.body.results[0].status, 'rejected')
-  t.same(done.body.results[0].details.approval, { decision: 'approved', at: done.body.results[0].details.approval.at, by: { tenant: 'default' }, edited: true })
+  t.same(done.body.results[0].details.approval, {
+    decision: 'approved',
+    at: done.body.results[0].details.approval.at,
+    by: { tenant: 'default' },
+    edited: true,
+    arguments: { original: { k: 'ann' }, edited: { k: 5 } }
+  }, 'a failed edit is recorded as far as preparation got')
   t.equal(done.body.results[1].status, 'ok')
   t.equal(done.body.results[1].details.approval.edited, true)
+  t.strictSame(done.body.results[1].details.approval.arguments, { original: { k: 'bob' }, edited: { k: 'carol', x: 3 } }, 'the original and the edit are recorded')
+  t.strictSame((await batchOf(app, runId, 'b1')).body.results[1].details.approval.arguments, { original: { k: 'bob' }, edited: { k: 'carol', x: 3 } }, 'and kept with the batch')
+  t.notOk(logs.some((l) => l.includes('carol')), 'never in the logs')
   const sent = ex.calls.find((c) => c.callId === 'b')!
   t.same(sent.arguments, { k: 'carol', x: 3 }, 'the edit, coerced as preparation does')
   t.notOk(ex.calls.some((c) => c.callId === 'a'))
