@@ -7,7 +7,7 @@ import { McpHttpServer, McpStdioServer, type McpServerDefinition, type McpServer
 import type { Executor } from '../dispatch/executor.js'
 import { InvalidToolError, type ToolRegistry } from '../tools/registry.js'
 import { problemAt, schemaProblems } from '../tools/schema-problems.js'
-import type { Tool } from '../tools/types.js'
+import type { Tool } from '../model/tool.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
 import type { Clock } from '../clock.js'
 import { DEFAULT_MAX_TOOLS, type ImportSettings, planImport, planPlaceholders, quotedName } from './import.js'

@@ -3,14 +3,14 @@ import addFormatsModule from 'ajv-formats'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
-import { parsePointer } from '../prepare/json-pointer.js'
+import { parsePointer } from '../model/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
 import { compileIgnoredArguments } from '../repeat/ignore.js'
-import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
+import { linearRegExp, unsupportedPatterns } from '../model/linear-regexp.js'
 import { modelToolNames } from './model-names.js'
 import { problemAt, schemaProblems } from './schema-problems.js'
 import type { Executor } from '../dispatch/executor.js'
-import type { Tool, ToolDefinition, ToolLookup } from './types.js'
+import type { Tool, ToolDefinition, ToolLookup } from '../model/tool.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export.
 const Ajv2020 = Ajv2020Module.default
