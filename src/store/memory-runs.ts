@@ -30,6 +30,7 @@ export class MemoryRunState implements RunStateStore {
   readonly #waiting = new Set<string>()
   readonly #opts: MemoryRunOptions
   readonly #gone: RunGoneListener[] = []
+  readonly #created: Array<(runId: string) => void> = []
   /** The batch answers this run state writes, read through the `BatchAnswers` contract. */
   readonly answers = new MemoryBatchAnswers((runId) => this.expire(runId))
 
@@ -42,11 +43,19 @@ export class MemoryRunState implements RunStateStore {
     this.#gone.push(listener)
   }
 
+  /** Adds a listener told of each run stored: a new incarnation of its id, which must see nothing of an earlier one. */
+  onCreated (listener: (runId: string) => void): void {
+    this.#created.push(listener)
+  }
+
   async createRun (run: RunRecord): Promise<boolean> {
     this.expire(run.runId)
     if (this.#runs.has(run.runId)) return false
     if (this.#runs.size >= this.#opts.maxRuns) this.#evictOne()
     if (this.#runs.size >= this.#opts.maxRuns) return Promise.reject(new StoreFullError())
+    // A new incarnation of the id (SPEC section 19): no batch id or answer of an earlier run of it is replayed.
+    this.answers.drop(run.runId)
+    for (const listener of this.#created) listener(run.runId)
     this.#runs.set(run.runId, run)
     if (run.state === 'ended') this.#ended.add(run.runId)
     return true

@@ -60,6 +60,7 @@ export class MemoryStore extends ComposedStore {
       uncertain.forget(run)
       receipts.orphan(run.runId, at)
     })
+    runs.onCreated((runId) => receipts.restart(runId))
     super({
       runs,
       batches: runs.answers,

@@ -47,7 +47,9 @@ end
  * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version.
  * Answers 0 when the run exists, -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
- * least recently used; never one whose lease is valid.
+ * least recently used; never one whose lease is valid. A stored run starts
+ * with no batch ids, batch answers or journal: those of an earlier run of
+ * the same id (expired or evicted) are dropped (SPEC section 19).
  */
 export const CREATE_RUN = script('create-run', INDEX + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -69,6 +71,8 @@ if redis.call('ZCARD', KEYS[2]) >= maxRuns then
   end
   if redis.call('ZCARD', KEYS[2]) >= maxRuns then return -1 end
 end
+-- A new incarnation of the id: nothing an earlier run of it left is listed or replayed (its receipts stay, by operation id).
+redis.call('DEL', prefix .. 'batchids:' .. ARGV[1], prefix .. 'batches:' .. ARGV[1], prefix .. 'journal:' .. ARGV[1])
 redis.call('HSET', KEYS[1], 'v', ARGV[10], 'r', ARGV[2], 'rx', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 index(2, ARGV[1], now + tonumber(ARGV[4]), ARGV[5], ARGV[6])
