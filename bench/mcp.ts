@@ -53,13 +53,13 @@ export async function measureMcpCall (iterations: number, rounds: number): Promi
     const run = await app.inject({ method: 'POST', url: '/v1/runs', payload: { limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0 } } })
     const runId = (run.json() as { runId: string }).runId
     const viaToolgate = async (): Promise<void> => {
-      const res = await app.inject({ method: 'POST', url: `/v1/runs/${runId}/batches`, payload: { calls: [{ id: 'c', name: 'files.list_allowed_directories', arguments: {} }] } })
+      const res = await app.inject({ method: 'POST', url: `/v1/runs/${runId}/batches`, payload: { calls: [{ id: 'c', name: 'files_list_allowed_directories', arguments: {} }] } })
       if ((res.json() as { results: Array<{ status: string }> }).results[0]!.status !== 'ok') throw new Error('the bench call failed')
     }
     const direct = async (): Promise<void> => {
       await client.callTool({ name: 'list_allowed_directories', arguments: {} })
     }
-    const tool = app.services.tools.resolve('files.list_allowed_directories')
+    const tool = app.services.tools.resolve('files_list_allowed_directories')
     const executor = tool?.executor.via
     if (tool == null || executor === undefined) throw new Error('the MCP tool was not imported')
     const call = { id: 'c', arguments: {}, tool }

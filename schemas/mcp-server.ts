@@ -17,7 +17,7 @@ const RemoteToolName = Type.String({ minLength: 1, maxLength: 256 })
 const Common = {
   name: ServerName,
   trust: Type.Optional(Type.Union([Type.Literal('untrusted'), Type.Literal('trusted')], { default: 'untrusted', description: 'Whether readOnlyHint and idempotentHint are believed.' })),
-  prefix: Type.Optional(Type.String({ maxLength: 63, pattern: '^[A-Za-z0-9_.-]*$', description: "Prepended to each imported tool's name; default the server's name and a dot." })),
+  prefix: Type.Optional(Type.String({ maxLength: 63, pattern: '^[A-Za-z0-9_.-]*$', description: "Prepended to each imported tool's name; default the server's name and an underscore (model APIs refuse dots in tool names)." })),
   include: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "Only these of the server's tools (its own names)." })),
   exclude: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "None of these of the server's tools (its own names)." })),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000, description: 'Timeout of each tools/call.' })),

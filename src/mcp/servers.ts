@@ -220,7 +220,7 @@ function settingsOf (def: McpServerDefinition): ImportSettings {
   return {
     name: def.name,
     trust: def.trust ?? 'untrusted',
-    prefix: def.prefix ?? `${def.name}.`,
+    prefix: def.prefix ?? `${def.name}_`,
     include: def.include ?? null,
     exclude: def.exclude ?? [],
     timeoutMs: def.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS,

@@ -21,7 +21,7 @@ t.test('PUT and DELETE of a tool and of an MCP server each write one admin chang
   t.equal(await send('DELETE', '/v1/tools/paint'), 404, 'a refused change is no change')
   t.equal(await send('PUT', '/v1/mcp-servers/search', { transport: 'streamableHttp', url: faults.url, headers: { 'x-api-key': 'mcp-secret-zz55' }, include: ['echo'] }), 201)
   const m = await scrape(app)
-  t.ok(m.has('toolgate_tool_calls_total', { tool: 'search.echo', status: 'ok' }), 'an imported MCP tool is exported at 0 too')
+  t.ok(m.has('toolgate_tool_calls_total', { tool: 'search_echo', status: 'ok' }), 'an imported MCP tool is exported at 0 too')
   t.equal(await send('POST', '/v1/mcp-servers/search/refresh'), 200)
   t.equal(await send('DELETE', '/v1/mcp-servers/search'), 204)
 

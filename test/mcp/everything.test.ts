@@ -31,17 +31,17 @@ await app.services.mcp.startAll([
 t.test('the everything server over Streamable HTTP: its tools are imported, reads believed from a trusted server', async (t) => {
   const view = (await get(app, '/v1/mcp-servers/every')).body
   t.equal(view.state, 'ready')
-  t.same(view.tools, ['every.echo', 'every.get-structured-content', 'every.get-sum', 'every.get-tiny-image', 'every.trigger-long-running-operation'])
-  t.equal((await get(app, '/v1/tools/every.get-sum')).body.readOnly, true)
-  t.equal((await get(app, '/v1/tools/loose.echo')).body.readOnly, false)
+  t.same(view.tools, ['every_echo', 'every_get-structured-content', 'every_get-sum', 'every_get-tiny-image', 'every_trigger-long-running-operation'])
+  t.equal((await get(app, '/v1/tools/every_get-sum')).body.readOnly, true)
+  t.equal((await get(app, '/v1/tools/loose_echo')).body.readOnly, false)
 })
 
 t.test('reads overlap and each result is mapped: text, structured content, mixed content', async (t) => {
   const res = await runBatch(app, [
-    { id: 'e', name: 'every.echo', arguments: { message: 'hi there' } },
-    { id: 's', name: 'every.get-sum', arguments: { a: 2, b: 3 } },
-    { id: 'w', name: 'every.get-structured-content', arguments: { location: 'New York' } },
-    { id: 'i', name: 'every.get-tiny-image', arguments: {} }
+    { id: 'e', name: 'every_echo', arguments: { message: 'hi there' } },
+    { id: 's', name: 'every_get-sum', arguments: { a: 2, b: 3 } },
+    { id: 'w', name: 'every_get-structured-content', arguments: { location: 'New York' } },
+    { id: 'i', name: 'every_get-tiny-image', arguments: {} }
   ])
   t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'ok', 'ok', 'ok'])
   t.same(res.body.results.map((r: { details: { epoch: number } }) => r.details.epoch), [0, 0, 0, 0])
@@ -53,15 +53,15 @@ t.test('reads overlap and each result is mapped: text, structured content, mixed
 
 t.test('the argument validation of the server is a definitive error', async (t) => {
   // get-sum's schema is the server's own: toolgate rejects what it can check before sending.
-  const res = await runBatch(app, [{ id: 's', name: 'every.get-sum', arguments: { a: 'two', b: 3 } }])
+  const res = await runBatch(app, [{ id: 's', name: 'every_get-sum', arguments: { a: 'two', b: 3 } }])
   t.equal(res.body.results[0].status, 'rejected')
   t.equal(res.body.results[0].details.reason, 'invalid_arguments')
 })
 
 t.test('a long operation completes within the timeout, and past it a write is uncertain', async (t) => {
-  const read = await runBatch(app, [{ id: 'r', name: 'every.trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }])
+  const read = await runBatch(app, [{ id: 'r', name: 'every_trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }])
   t.equal(read.body.results[0].status, 'ok', 'within the trusted entry\'s 30 s timeout it completes')
-  const write = await runBatch(app, [{ id: 'w', name: 'loose.trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }])
+  const write = await runBatch(app, [{ id: 'w', name: 'loose_trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }])
   t.equal(write.body.results[0].status, 'uncertain')
   t.equal(write.body.results[0].details.cause, 'timeout')
 })

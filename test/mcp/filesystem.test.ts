@@ -27,13 +27,13 @@ t.test('the filesystem server over stdio: its tools are imported under the prefi
   t.equal(view.status, 200)
   t.equal(view.body.state, 'ready')
   t.equal(view.body.lastError, null)
-  t.same(view.body.tools, ['files.list_directory', 'files.read_text_file', 'files.write_file'])
+  t.same(view.body.tools, ['files_list_directory', 'files_read_text_file', 'files_write_file'])
   t.type(view.body.refreshedAt, 'string')
-  const read = await get(app, '/v1/tools/files.read_text_file')
+  const read = await get(app, '/v1/tools/files_read_text_file')
   t.equal(read.body.readOnly, true)
   t.equal(read.body.executor.url, 'mcp://files/read_text_file')
   t.match(read.body.inputSchema, { type: 'object', properties: { path: { type: 'string' } } })
-  const write = await get(app, '/v1/tools/files.write_file')
+  const write = await get(app, '/v1/tools/files_write_file')
   t.equal(write.body.readOnly, false)
   t.equal(write.body.conflictKey, 'file:{/path}')
 })
@@ -42,9 +42,9 @@ t.test('read tools of a trusted server overlap in one epoch', async (t) => {
   await writeFile(join(dir, 'a.txt'), 'alpha')
   await writeFile(join(dir, 'b.txt'), 'beta')
   const res = await runBatch(app, [
-    { id: 'r1', name: 'files.read_text_file', arguments: { path: join(dir, 'a.txt') } },
-    { id: 'r2', name: 'files.read_text_file', arguments: { path: join(dir, 'b.txt') } },
-    { id: 'r3', name: 'files.list_directory', arguments: { path: dir } }
+    { id: 'r1', name: 'files_read_text_file', arguments: { path: join(dir, 'a.txt') } },
+    { id: 'r2', name: 'files_read_text_file', arguments: { path: join(dir, 'b.txt') } },
+    { id: 'r3', name: 'files_list_directory', arguments: { path: dir } }
   ])
   t.equal(res.status, 200)
   t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'ok', 'ok'])
@@ -57,9 +57,9 @@ t.test('read tools of a trusted server overlap in one epoch', async (t) => {
 t.test('write_file calls to the same path serialize by the conflict-key override, in source order; another path overlaps', async (t) => {
   const same = join(dir, 'same.txt')
   const res = await runBatch(app, [
-    { id: 'w1', name: 'files.write_file', arguments: { path: same, content: 'first' } },
-    { id: 'w2', name: 'files.write_file', arguments: { path: join(dir, 'other.txt'), content: 'other' } },
-    { id: 'w3', name: 'files.write_file', arguments: { path: same, content: 'second' } }
+    { id: 'w1', name: 'files_write_file', arguments: { path: same, content: 'first' } },
+    { id: 'w2', name: 'files_write_file', arguments: { path: join(dir, 'other.txt'), content: 'other' } },
+    { id: 'w3', name: 'files_write_file', arguments: { path: same, content: 'second' } }
   ], { toolExecution: 'parallel' })
   t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'ok', 'ok'])
   t.same(res.body.results.map((r: { details: { epoch: number } }) => r.details.epoch), [0, 0, 0], 'one epoch: parallel mode lets writes overlap')
@@ -71,8 +71,8 @@ t.test('write_file calls to the same path serialize by the conflict-key override
 t.test('a read after a write in the same batch sees what the write wrote', async (t) => {
   const path = join(dir, 'note.txt')
   const res = await runBatch(app, [
-    { id: 'w', name: 'files.write_file', arguments: { path, content: 'written by toolgate' } },
-    { id: 'r', name: 'files.read_text_file', arguments: { path } }
+    { id: 'w', name: 'files_write_file', arguments: { path, content: 'written by toolgate' } },
+    { id: 'r', name: 'files_read_text_file', arguments: { path } }
   ])
   t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'ok'])
   t.same(res.body.results.map((r: { details: { epoch: number } }) => r.details.epoch), [0, 1])
@@ -90,7 +90,7 @@ t.test('from an untrusted server every tool is a write, whatever its annotations
 })
 
 t.test("a tool's isError result is an error the model reads", async (t) => {
-  const res = await runBatch(app, [{ id: 'r', name: 'files.read_text_file', arguments: { path: '/etc/hostname' } }])
+  const res = await runBatch(app, [{ id: 'r', name: 'files_read_text_file', arguments: { path: '/etc/hostname' } }])
   const [r] = res.body.results
   t.equal(r.status, 'error')
   t.equal(r.isError, true)
@@ -99,7 +99,7 @@ t.test("a tool's isError result is an error the model reads", async (t) => {
 
 t.test('no argument or file content reaches the logs', async (t) => {
   const canary = 'canary-7f3a9c-never-logged'
-  const res = await runBatch(app, [{ id: 'w', name: 'files.write_file', arguments: { path: join(dir, 'canary.txt'), content: canary } }])
+  const res = await runBatch(app, [{ id: 'w', name: 'files_write_file', arguments: { path: join(dir, 'canary.txt'), content: canary } }])
   t.equal(res.body.results[0].status, 'ok')
   t.notOk(logs.join('').includes(canary))
   t.notOk(logs.join('').includes('canary.txt'))

@@ -22,8 +22,8 @@ t.test('a server down at start does not stop the start; its tools are executor_u
   t.match(String((await get(app, '/metrics')).body), /toolgate_mcp_server_up\{server="late"\} 0/)
 
   const res = await runBatch(app, [
-    { id: 'read', name: 'late.echo', arguments: { text: 'x' } },
-    { id: 'write', name: 'late.fails', arguments: {} }
+    { id: 'read', name: 'late_echo', arguments: { text: 'x' } },
+    { id: 'write', name: 'late_fails', arguments: {} }
   ])
   for (const r of res.body.results) {
     t.equal(r.status, 'error', `${r.callId}: a definitive error, never uncertain`)
@@ -35,15 +35,15 @@ t.test('a server down at start does not stop the start; its tools are executor_u
   t.teardown(() => faults.close())
   await app.services.mcp.whenState('late', 'ready')
   t.equal(faults.calls.length, 0, 'nothing was sent while it was down')
-  const up = await runBatch(app, [{ id: 'c', name: 'late.echo', arguments: { text: 'back' } }])
+  const up = await runBatch(app, [{ id: 'c', name: 'late_echo', arguments: { text: 'back' } }])
   t.equal(up.body.results[0].status, 'ok')
   t.equal(up.body.results[0].content, 'back')
-  t.equal((await get(app, '/v1/tools/late.echo')).body.description, 'Echoes its text.')
+  t.equal((await get(app, '/v1/tools/late_echo')).body.description, 'Echoes its text.')
   t.match(String((await get(app, '/metrics')).body), /toolgate_mcp_server_up\{server="late"\} 1/)
 
   // It goes away: the next call is refused at connect, not sent, and the server is down again.
   await faults.close()
-  const gone = await runBatch(app, [{ id: 'c', name: 'late.fails', arguments: {} }])
+  const gone = await runBatch(app, [{ id: 'c', name: 'late_fails', arguments: {} }])
   t.equal(gone.body.results[0].status, 'error')
   t.equal(gone.body.results[0].details.reason, 'executor_unavailable')
   await app.services.mcp.whenState('late', 'down')
@@ -54,11 +54,11 @@ t.test('notifications/tools/list_changed makes toolgate list the tools again', a
   t.teardown(() => faults.close())
   const { app } = await buildTestApp(t)
   await app.services.mcp.startAll([{ name: 'f', transport: 'streamableHttp', url: faults.url }])
-  t.notOk((await get(app, '/v1/mcp-servers/f')).body.tools.includes('f.added'))
-  const refreshed = app.services.mcp.when('f', (v) => v.tools.includes('f.added'))
+  t.notOk((await get(app, '/v1/mcp-servers/f')).body.tools.includes('f_added'))
+  const refreshed = app.services.mcp.when('f', (v) => v.tools.includes('f_added'))
   faults.addTool('added')
   await refreshed
-  const res = await runBatch(app, [{ id: 'c', name: 'f.added', arguments: {} }])
+  const res = await runBatch(app, [{ id: 'c', name: 'f_added', arguments: {} }])
   t.equal(res.body.results[0].content, 'added')
 })
 
@@ -114,10 +114,10 @@ t.test('an override wins over the annotations, and the tools of one server may b
       structured: { action: { projection: "{ 'status': receipt.status }" } }
     }
   }])
-  const echo = (await get(app, '/v1/tools/f.echo')).body
+  const echo = (await get(app, '/v1/tools/f_echo')).body
   t.match(echo, { readOnly: false, execution: 'parallel', trackExactRepeats: false, requiredScopes: ['f:echo'], aliases: ['say'], description: 'Says it.' })
-  const structured = (await get(app, '/v1/tools/f.structured')).body
+  const structured = (await get(app, '/v1/tools/f_structured')).body
   t.equal(structured.readOnly, false, 'an action is a write even from a trusted server that says readOnlyHint')
-  const res = await runBatch(app, [{ id: 'a', name: 'f.structured', arguments: { text: 'z' } }])
+  const res = await runBatch(app, [{ id: 'a', name: 'f_structured', arguments: { text: 'z' } }])
   t.equal(res.body.results[0].content, '{"status":"committed"}')
 })

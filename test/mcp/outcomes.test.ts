@@ -30,15 +30,15 @@ const CASES: Array<{ tool: string, read: Status, write: Status, cause?: string }
 
 t.test('both servers are ready, the trusted one with reads and the untrusted one with writes', async (t) => {
   t.equal((await get(app, '/v1/mcp-servers/r')).body.state, 'ready')
-  t.equal((await get(app, '/v1/tools/r.echo')).body.readOnly, true)
-  t.equal((await get(app, '/v1/tools/w.echo')).body.readOnly, false)
+  t.equal((await get(app, '/v1/tools/r_echo')).body.readOnly, true)
+  t.equal((await get(app, '/v1/tools/w_echo')).body.readOnly, false)
 })
 
 for (const c of CASES) {
   for (const kind of ['read', 'write'] as const) {
     t.test(`${c.tool} as a ${kind} is ${c[kind]}`, async (t) => {
       const prefix = kind === 'read' ? 'r' : 'w'
-      const res = await runBatch(app, [{ id: 'c1', name: `${prefix}.${c.tool}`, arguments: { text: ARGUMENT_CANARY } }])
+      const res = await runBatch(app, [{ id: 'c1', name: `${prefix}_${c.tool}`, arguments: { text: ARGUMENT_CANARY } }])
       t.equal(res.status, 200)
       const [r] = res.body.results
       t.equal(r.status, c[kind])
@@ -50,7 +50,7 @@ for (const c of CASES) {
 }
 
 t.test('each call carries its operation id in _meta and the prepared arguments', async (t) => {
-  const res = await runBatch(app, [{ id: 'c1', name: 'w.echo', arguments: { text: 'hello' } }])
+  const res = await runBatch(app, [{ id: 'c1', name: 'w_echo', arguments: { text: 'hello' } }])
   const sent = faults.calls.at(-1)!
   t.equal(sent.tool, 'echo')
   t.same(sent.arguments, { text: 'hello' })
@@ -60,7 +60,7 @@ t.test('each call carries its operation id in _meta and the prepared arguments',
 
 t.test('a timed-out call is cancelled at the server with notifications/cancelled', async (t) => {
   const cancelled = faults.nextCancel()
-  const res = await runBatch(app, [{ id: 'c1', name: 'w.hang', arguments: {} }])
+  const res = await runBatch(app, [{ id: 'c1', name: 'w_hang', arguments: {} }])
   t.equal(res.body.results[0].status, 'uncertain')
   // Resolves only when the server's handler was aborted by the client's notifications/cancelled.
   await cancelled
@@ -69,9 +69,9 @@ t.test('a timed-out call is cancelled at the server with notifications/cancelled
 
 t.test('an uncertain write blocks the later writes of the batch; reads still run', async (t) => {
   const res = await runBatch(app, [
-    { id: 'c1', name: 'w.fail500', arguments: {} },
-    { id: 'c2', name: 'w.echo', arguments: { text: 'x' } },
-    { id: 'c3', name: 'r.echo', arguments: { text: 'y' } }
+    { id: 'c1', name: 'w_fail500', arguments: {} },
+    { id: 'c2', name: 'w_echo', arguments: { text: 'x' } },
+    { id: 'c3', name: 'r_echo', arguments: { text: 'y' } }
   ])
   t.same(res.body.results.map((r: { status: string }) => r.status), ['uncertain', 'blocked', 'ok'])
   t.equal(res.body.results[1].details.blockedBy, 'c1')
@@ -79,10 +79,10 @@ t.test('an uncertain write blocks the later writes of the batch; reads still run
 
 t.test('content: structuredContent serialized first, then the joined text, else the content array', async (t) => {
   const res = await runBatch(app, [
-    { id: 's', name: 'r.structured', arguments: { text: 'q' } },
-    { id: 'm', name: 'r.mixed', arguments: {} },
-    { id: 'e', name: 'r.fails', arguments: {} },
-    { id: 'j', name: 'r.rpcerror', arguments: {} }
+    { id: 's', name: 'r_structured', arguments: { text: 'q' } },
+    { id: 'm', name: 'r_mixed', arguments: {} },
+    { id: 'e', name: 'r_fails', arguments: {} },
+    { id: 'j', name: 'r_rpcerror', arguments: {} }
   ])
   const [s, m, e, j] = res.body.results
   t.same(JSON.parse(s.content), { echoed: 'q', n: 1 })
@@ -94,8 +94,8 @@ t.test('content: structuredContent serialized first, then the joined text, else 
 
 t.test('an action tool gets its receipt from structuredContent: committed, rejected on isError, uncertain on a timeout', async (t) => {
   const res = await runBatch(app, [
-    { id: 'a1', name: 'act.structured', arguments: { text: 'built' } },
-    { id: 'a2', name: 'act.fails', arguments: {} }
+    { id: 'a1', name: 'act_structured', arguments: { text: 'built' } },
+    { id: 'a2', name: 'act_fails', arguments: {} }
   ], { toolExecution: 'sequential' })
   const [a1, a2] = res.body.results
   t.equal(a1.status, 'ok')
@@ -104,7 +104,7 @@ t.test('an action tool gets its receipt from structuredContent: committed, rejec
   t.equal(a2.status, 'error')
   t.equal(a2.details.receipt.status, 'rejected')
   t.same(a2.details.receipt.result, { content: [{ type: 'text', text: 'it broke' }] })
-  const hung = await runBatch(app, [{ id: 'a3', name: 'act.hang', arguments: {} }])
+  const hung = await runBatch(app, [{ id: 'a3', name: 'act_hang', arguments: {} }])
   t.equal(hung.body.results[0].status, 'uncertain')
   t.equal(hung.body.results[0].details.receipt.status, 'uncertain')
 })

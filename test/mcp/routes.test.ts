@@ -15,13 +15,13 @@ t.test('PUT adds a Streamable HTTP server, connects it and imports its tools; GE
   const { app } = await buildTestApp(t)
   const created = await send(app, 'PUT', '/v1/mcp-servers/search', { transport: 'streamableHttp', url: faults.url, headers: { 'x-api-key': 'k-0123-secret' }, include: ['echo'] })
   t.equal(created.status, 201)
-  t.match(created.body, { name: 'search', transport: 'streamableHttp', state: 'ready', lastError: null, tools: ['search.echo'], trust: 'untrusted', prefix: 'search.', headerNames: ['x-api-key'] })
+  t.match(created.body, { name: 'search', transport: 'streamableHttp', state: 'ready', lastError: null, tools: ['search_echo'], trust: 'untrusted', prefix: 'search_', headerNames: ['x-api-key'] })
   t.notOk(JSON.stringify(created.body).includes('k-0123-secret'), 'header values are never shown')
-  t.equal((await runBatch(app, [{ id: 'c', name: 'search.echo', arguments: { text: 'hi' } }])).body.results[0].content, 'hi')
+  t.equal((await runBatch(app, [{ id: 'c', name: 'search_echo', arguments: { text: 'hi' } }])).body.results[0].content, 'hi')
 
   const replaced = await send(app, 'PUT', '/v1/mcp-servers/search', { name: 'search', transport: 'streamableHttp', url: faults.url, include: ['echo', 'fails'] })
   t.equal(replaced.status, 200)
-  t.same(replaced.body.tools, ['search.echo', 'search.fails'])
+  t.same(replaced.body.tools, ['search_echo', 'search_fails'])
 
   const list = await get(app, '/v1/mcp-servers')
   t.same(list.body.mcpServers.map((s: { name: string }) => s.name), ['search'])
@@ -32,8 +32,8 @@ t.test('PUT adds a Streamable HTTP server, connects it and imports its tools; GE
 
   t.equal((await send(app, 'DELETE', '/v1/mcp-servers/search')).status, 204)
   t.equal((await get(app, '/v1/mcp-servers/search')).body.code, 'mcp_server_not_found')
-  t.equal((await get(app, '/v1/tools/search.echo')).status, 404, 'its tools went with it')
-  const unknown = await runBatch(app, [{ id: 'c', name: 'search.echo', arguments: {} }])
+  t.equal((await get(app, '/v1/tools/search_echo')).status, 404, 'its tools went with it')
+  const unknown = await runBatch(app, [{ id: 'c', name: 'search_echo', arguments: {} }])
   t.equal(unknown.body.results[0].details.reason, 'unknown_tool')
   t.match(String((await get(app, '/metrics')).body), /toolgate_mcp_server_up(?!\{server="search"\})/)
 })
@@ -69,11 +69,11 @@ t.test('bad server definitions are 400 invalid_mcp_server with their problems; u
 t.test('imported tools are changed through their server, not the tool routes', async (t) => {
   const { app } = await buildTestApp(t)
   await send(app, 'PUT', '/v1/mcp-servers/f', { transport: 'streamableHttp', url: faults.url, include: ['echo'] })
-  const put = await send(app, 'PUT', '/v1/tools/f.echo', { inputSchema: { type: 'object' }, executor: { url: 'http://127.0.0.1:9/x' } })
+  const put = await send(app, 'PUT', '/v1/tools/f_echo', { inputSchema: { type: 'object' }, executor: { url: 'http://127.0.0.1:9/x' } })
   t.equal(put.status, 400)
   t.match(put.body.detail, /imported from MCP server f/)
-  t.equal((await send(app, 'DELETE', '/v1/tools/f.echo')).status, 400)
-  t.equal((await get(app, '/v1/tools/f.echo')).body.executor.url, 'mcp://f/echo')
+  t.equal((await send(app, 'DELETE', '/v1/tools/f_echo')).status, 400)
+  t.equal((await get(app, '/v1/tools/f_echo')).body.executor.url, 'mcp://f/echo')
 })
 
 t.test('the MCP server routes need the admin role', async (t) => {

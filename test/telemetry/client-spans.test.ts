@@ -76,7 +76,7 @@ t.test('an MCP tools/call is a CLIENT span under the call, with its trace contex
   await app.services.mcp.startAll([{ name: 'm', transport: 'streamableHttp', url: faults.url, trust: 'trusted', timeoutMs: 2000 }])
   await post(app, '/v1/runs', { runId: 'r1' })
   spans.exporter.reset()
-  const res = await post(app, '/v1/runs/r1/batches', { calls: [{ id: 'a', name: 'm.echo', arguments: { text: CANARY } }, { id: 'b', name: 'm.rpcerror', arguments: {} }] })
+  const res = await post(app, '/v1/runs/r1/batches', { calls: [{ id: 'a', name: 'm_echo', arguments: { text: CANARY } }, { id: 'b', name: 'm_rpcerror', arguments: {} }] })
   t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'error'])
 
   const [echo] = spans.clientsUnder(spans.call('a'))
