@@ -105,7 +105,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
-    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
+    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, maxWaitingPerTenant: config.maxWaitingBatchesPerTenant }
   })
   const approvals = new ApprovalService({
     store,

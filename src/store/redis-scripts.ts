@@ -44,8 +44,10 @@ end
 
 /**
  * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased, tenant.
- * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version.
- * Answers 0 when the run exists, -1 when full, 1 when stored. When full it
+ * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version,
+ * most runs per tenant (0: no bound).
+ * Answers 0 when the run exists, -2 when its tenant holds its quota of runs
+ * (checked first: a tenant at its quota evicts nobody), -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
  * least recently used; never one whose lease is valid. A stored run starts
  * with no batch ids, batch answers or journal: those of an earlier run of
@@ -55,6 +57,17 @@ export const CREATE_RUN = script('create-run', INDEX + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local now = tonumber(ARGV[3])
 for i = 2, 5 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+local perTenant = tonumber(ARGV[11] or '0')
+if perTenant > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+  if redis.call('ZCARD', KEYS[6]) >= perTenant then
+    -- Runs evicted for another tenant's leave their entry here: those do not count.
+    for _, id in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
+      if redis.call('EXISTS', ARGV[8] .. 'run:' .. id) == 0 then redis.call('ZREM', KEYS[6], id) end
+    end
+    if redis.call('ZCARD', KEYS[6]) >= perTenant then return -2 end
+  end
+end
 local maxRuns, prefix, limit = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9])
 if redis.call('ZCARD', KEYS[2]) >= maxRuns then
   local function pick (key)
