@@ -5,23 +5,9 @@
  */
 import t from 'tap'
 import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, schemaCostProblems } from '../../src/tools/schema-cost.js'
+import { branchingRefs, manyProperties } from './costly-schemas.js'
 
 const limits = { ...SCHEMA_LIMITS, maxBytes: DEFAULT_MAX_SCHEMA_BYTES }
-
-/** `depth` definitions, each an anyOf of `width` references to the next: width^depth subschemas once expanded, a few hundred bytes written. */
-export function branchingRefs (depth: number, width = 2): Record<string, unknown> {
-  const defs: Record<string, unknown> = {}
-  for (let i = 0; i < depth; i++) defs[`a${i}`] = { anyOf: Array.from({ length: width }, () => ({ $ref: `#/$defs/a${i + 1}` })) }
-  defs[`a${depth}`] = { type: 'object', required: ['w'] }
-  return { $defs: defs, $ref: '#/$defs/a0' }
-}
-
-/** An object schema of `n` string properties. */
-export function manyProperties (n: number): Record<string, unknown> {
-  const properties: Record<string, unknown> = {}
-  for (let i = 0; i < n; i++) properties[`p${i}`] = { type: 'string' }
-  return { type: 'object', properties }
-}
 
 t.test('an everyday schema, a recursive tree and a JSON-value schema are within every limit', async (t) => {
   t.same(schemaCostProblems({ type: 'object', properties: { q: { type: 'string', maxLength: 100 }, n: { type: 'integer' } }, required: ['q'] }, limits), [])
