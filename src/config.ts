@@ -37,6 +37,7 @@ export const SETTINGS = {
   receiptRetentionSeconds: { env: 'TOOLGATE_RECEIPT_RETENTION_SECONDS', default: 86400, help: 'Receipts are kept at least this long after their run.', spec: int(0, 365 * 24 * 3600) },
   maxReceipts: { env: 'TOOLGATE_MAX_RECEIPTS', default: 1_000_000, help: 'Bound on receipts held in memory; the oldest of runs that are gone and past retention go first.', spec: int(1, 100_000_000) },
   maxExecutorResponseBytes: { env: 'TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES', default: MiB, help: 'Executor answers larger than this are not read whole (a write becomes uncertain).', spec: int(1, 1024 * MiB) },
+  mcpMaxTools: { env: 'TOOLGATE_MCP_MAX_TOOLS', default: 1000, help: 'Most tools imported from one MCP server; the rest are reported in its lastError.', spec: int(1, 100_000) },
   bodyLimitBytes: { env: 'TOOLGATE_BODY_LIMIT_BYTES', default: MiB, help: 'Largest request body accepted.', spec: int(1, 1024 * MiB) },
   maxArgumentBytes: { env: 'TOOLGATE_MAX_ARGUMENT_BYTES', default: 256 * 1024, help: "Largest arguments of one call (as JSON); larger ones are rejected with reason invalid_arguments.", spec: int(1, 1024 * MiB) },
   authorizerUrl: { env: 'TOOLGATE_AUTHORIZER_URL', default: null, help: "External authorizer in Open Policy Agent's data-API shape, asked once per prepared call.", spec: { kind: 'url', protocols: ['http:', 'https:'] } },

@@ -79,7 +79,16 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const external = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
   const authorizer = external === undefined ? undefined : meteredAuthorizer(external, telemetry.metrics.registry)
   const replicaId = randomUUID()
-  const mcp = new McpServers({ tools, logger, metrics: telemetry.metrics.registry, allowedOrigins: config.executorAllowedOrigins, ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect }) })
+  const mcp = new McpServers({
+    tools,
+    logger,
+    metrics: telemetry.metrics.registry,
+    allowedOrigins: config.executorAllowedOrigins,
+    clock,
+    maxTools: config.mcpMaxTools,
+    maxResponseBytes: config.maxExecutorResponseBytes,
+    ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect })
+  })
   const uncertain = new UncertainWrites({
     store,
     tools,

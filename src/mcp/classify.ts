@@ -2,6 +2,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { UNSENT_CODES } from '../dispatch/client.js'
 import type { ExecutorAnswer } from '../dispatch/executor.js'
+import { ResponseTooLargeError } from './bounded-fetch.js'
 
 /** The SDK's own message when the transport closes under a pending request (Protocol._onclose). */
 const CONNECTION_CLOSED = `MCP error ${ErrorCode.ConnectionClosed}: Connection closed`
@@ -15,6 +16,8 @@ const NOT_CONNECTED = 'Not connected'
  * an HTTP 5xx; an answer that is not a tool result).
  */
 export function classifyCallError (err: unknown): ExecutorAnswer {
+  // Cut by toolgate past TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES: the tool may have run.
+  if (err instanceof ResponseTooLargeError) return { kind: 'unknown', code: 'response_too_large' }
   if (err instanceof McpError) {
     // The SDK's timeout carries the timeout it waited for; a server's own error has no reason to.
     if (err.code === ErrorCode.RequestTimeout && (err.data as { timeout?: unknown } | undefined)?.timeout !== undefined) return { kind: 'unknown', code: 'timeout' }
@@ -53,6 +56,7 @@ function unsentCode (err: unknown): string | null {
  * executor body) or anything of the request (header values).
  */
 export function describeFailure (err: unknown): string {
+  if (err instanceof ResponseTooLargeError) return err.message
   if (err instanceof McpError) {
     if (err.code === ErrorCode.RequestTimeout) return 'timed out'
     if (err.code === ErrorCode.ConnectionClosed) return 'the connection closed'

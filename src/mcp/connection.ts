@@ -2,20 +2,23 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import { CallToolResultSchema, ListToolsResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
+import * as z from 'zod/v4'
 import type { McpServerDefinition } from '../../schemas/mcp-server.js'
+import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
+import { type BoundedCall, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { classifyCallError, describeFailure } from './classify.js'
-import type { ImportSettings, ListedTool } from './import.js'
+import { DEFAULT_MAX_TOOLS, type ImportSettings, boundedProblems } from './import.js'
 
 /** A server's state as the admin API shows it. */
 export type ServerState = 'connecting' | 'ready' | 'down'
 
 /** What a connection asks of its manager. */
 export interface ConnectionHooks {
-  /** Registers the server's listed tools (`null`: stand-ins, the server was never reached); answers what could not be imported. */
-  install (listed: readonly ListedTool[] | null): string[]
+  /** Registers the server's listed tools, as it sent them (`null`: stand-ins, the server was never reached); answers what could not be imported. */
+  install (listed: readonly unknown[] | null): Promise<string[]>
   /** The state (or its lastError) changed. */
   changed (): void
 }
@@ -28,8 +31,20 @@ export interface ReconnectPolicy {
 }
 
 export const DEFAULT_RECONNECT: ReconnectPolicy = { initialMs: 500, maxMs: 30_000 }
+/** A server's tools are listed at most once in this time (SPEC §19): a change notice in between waits for the next allowed listing. */
+export const MIN_REFRESH_INTERVAL_MS = 5000
+/** What a connection needs beyond its definition. */
+export interface ConnectionOptions {
+  clock?: Clock
+  /** Longest tools/call answer read (TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES). */
+  maxResponseBytes?: number
+}
+/** A tools/list page as toolgate reads it: each tool is checked on its own at import, so one bad tool does not hide the others. */
+const LooseListToolsResult = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() })
 /** Pages of tools/list read at most: a server whose cursors never end is not followed forever. */
 const MAX_PAGES = 100
+/** Pages stop being read once the server has listed this many times the tools a server may offer. */
+const LISTED_PER_ALLOWED = 10
 /** Connecting and listing wait the server's call timeout, but at least MIN_SETUP_MS and at most MAX_SETUP_MS. */
 const MIN_SETUP_MS = 10_000
 const MAX_SETUP_MS = 30_000
@@ -49,25 +64,37 @@ export class McpConnection {
   readonly #hooks: ConnectionHooks
   readonly #log: Logger
   readonly #reconnect: ReconnectPolicy
+  readonly #clock: Clock
+  readonly #maxResponseBytes: number
+  /** tools/call requests in flight over Streamable HTTP, by operation id: the bounded fetch stops one whose answer is too long. */
+  readonly #inFlight = new Map<string, BoundedCall>()
   #state: ServerState = 'connecting'
   #lastError: string | null = null
   #refreshedAt: string | null = null
   #client: Client | null = null
   #connecting: Promise<void> | null = null
+  /** A refresh asked for and not started yet: later requests join it. */
+  #pendingRefresh: Promise<void> | null = null
   #refreshing: Promise<void> | null = null
-  #refreshAgain = false
+  #refreshTimer: { handle: TimerHandle, fire: () => void } | null = null
+  /** When the tools were last listed (clock time), or -Infinity. */
+  #listedAt = -Infinity
+  /** Imports run one after another, each after the previous one's compile. */
+  #installing: Promise<void> = Promise.resolve()
   #timer: NodeJS.Timeout | null = null
   #failures = 0
   #imported = false
   #closed = false
   #pid: number | null = null
 
-  constructor (definition: McpServerDefinition, settings: ImportSettings, hooks: ConnectionHooks, log: Logger, reconnect: ReconnectPolicy = DEFAULT_RECONNECT) {
+  constructor (definition: McpServerDefinition, settings: ImportSettings, hooks: ConnectionHooks, log: Logger, reconnect: ReconnectPolicy = DEFAULT_RECONNECT, options: ConnectionOptions = {}) {
     this.definition = definition
     this.settings = settings
     this.#hooks = hooks
     this.#log = log
     this.#reconnect = reconnect
+    this.#clock = options.clock ?? systemClock
+    this.#maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024
   }
 
   get state (): ServerState { return this.#state }
@@ -85,44 +112,99 @@ export class McpConnection {
     return this.#connecting
   }
 
-  /** Lists the tools again (all pages) and imports them; a server not connected is connected first. */
-  async refresh (): Promise<void> {
-    const client = this.#client
-    if (client === null) return await this.connect()
-    if (this.#refreshing !== null) {
-      this.#refreshAgain = true
-      return await this.#refreshing
-    }
-    this.#refreshing = (async () => {
-      do {
-        this.#refreshAgain = false
-        try {
-          this.#import(await this.#listAll(client))
-        } catch (err) {
-          // A lost connection is handled by onclose; the tools imported before stay.
-          this.#setError(`tools/list failed: ${describeFailure(err)}`)
-        }
-      } while (this.#refreshAgain && this.#client === client)
-    })().finally(() => { this.#refreshing = null })
-    return await this.#refreshing
+  /**
+   * Lists the tools again (all pages) and imports them; a server not
+   * connected is connected first. At most one listing per
+   * MIN_REFRESH_INTERVAL_MS: a request within that time is deferred to the
+   * next allowed listing (requests in between join it), never dropped.
+   */
+  refresh (): Promise<void> {
+    if (this.#client === null) return this.connect()
+    this.#pendingRefresh ??= this.#deferredRefresh()
+    return this.#pendingRefresh
   }
 
-  /** One tools/call; never rejects. No connection or session is set up here: the call uses the one there is. */
-  call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>): Promise<ExecutorAnswer> {
+  async #deferredRefresh (): Promise<void> {
+    // Returns to refresh() first, so that the promise is in place before it is cleared below.
+    await Promise.resolve()
+    await this.#refreshing?.catch(() => {})
+    const wait = this.#listedAt + MIN_REFRESH_INTERVAL_MS - this.#clock.now()
+    if (wait > 0) await this.#sleep(wait)
+    this.#pendingRefresh = null
     const client = this.#client
-    if (client === null) return Promise.resolve(UNAVAILABLE)
-    // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
-    return client.request(
-      { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { ...trace, 'toolgate/operationId': operationId } } },
-      CallToolResultSchema,
-      // On timeout the SDK sends notifications/cancelled for the request.
-      { timeout: timeoutMs }
-    ).then(toolResult, (err: unknown) => {
-      const answer = classifyCallError(err)
-      // Refused at connect, or the session is gone: the server must be reached again.
-      if ((answer.kind === 'unsent' && answer.code !== 'not_connected') || (err instanceof StreamableHTTPError && err.code === 404)) this.#drop(client, describeFailure(err))
-      return answer
+    if (client === null || this.#closed) return
+    this.#refreshing = this.#listAndImport(client).finally(() => { this.#refreshing = null })
+    await this.#refreshing
+  }
+
+  async #listAndImport (client: Client): Promise<void> {
+    try {
+      await this.#import(await this.#listAll(client))
+    } catch (err) {
+      // A lost connection is handled by onclose; the tools imported before stay.
+      this.#setError(`tools/list failed: ${describeFailure(err)}`)
+    }
+  }
+
+  #sleep (ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const fire = (): void => { this.#refreshTimer = null; resolve() }
+      this.#refreshTimer = { handle: this.#clock.setTimeout(fire, ms), fire }
     })
+  }
+
+  /**
+   * One tools/call; never rejects. No connection is set up for a call, with
+   * one exception: a Streamable HTTP server that answers 404 has lost the
+   * session (the request was not processed), so a new session is
+   * initialised and the call sent once more on it.
+   */
+  async call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>): Promise<ExecutorAnswer> {
+    const client = this.#client
+    if (client === null) return UNAVAILABLE
+    const first = await this.#send(client, remoteName, args, operationId, timeoutMs, trace)
+    if (first !== SESSION_LOST) return first
+    this.#log.warn({ mcpServer: this.settings.name }, 'MCP session lost by the server: initialising a new one')
+    if (this.#client === client) {
+      this.#client = null
+      void client.close().catch(() => {})
+      await this.connect()
+    } else {
+      await this.#connecting
+    }
+    const fresh = this.#client
+    if (fresh === null) return { kind: 'unsent', code: 'session_lost' }
+    const second = await this.#send(fresh, remoteName, args, operationId, timeoutMs, trace)
+    if (second !== SESSION_LOST) return second
+    this.#drop(fresh, 'the server lost the session again')
+    return { kind: 'unsent', code: 'session_lost' }
+  }
+
+  async #send (client: Client, remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>): Promise<ExecutorAnswer | typeof SESSION_LOST> {
+    const abort = new AbortController()
+    this.#inFlight.set(operationId, { abort: (reason) => { abort.abort(reason) } })
+    try {
+      // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
+      const result = await client.request(
+        { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { ...trace, 'toolgate/operationId': operationId } } },
+        CallToolResultSchema,
+        // On timeout the SDK sends notifications/cancelled for the request.
+        { timeout: timeoutMs, signal: abort.signal }
+      )
+      if (this.definition.transport === 'stdio' && tooLong(result, this.#maxResponseBytes)) return { kind: 'unknown', code: 'response_too_large' }
+      return { kind: 'tool_result', result: result as ToolCallResult }
+    } catch (err) {
+      if (err instanceof StreamableHTTPError && err.code === 404) return SESSION_LOST
+      if (err instanceof ResponseTooLargeError) {
+        this.#log.warn({ mcpServer: this.settings.name, limit: this.#maxResponseBytes }, 'MCP answer too large: not read')
+      }
+      const answer = classifyCallError(err)
+      // Refused at connect: the server must be reached again.
+      if (answer.kind === 'unsent' && answer.code !== 'not_connected') this.#drop(client, describeFailure(err))
+      return answer
+    } finally {
+      this.#inFlight.delete(operationId)
+    }
   }
 
   /** Stops for good: no more reconnects, the process (stdio) is stopped. */
@@ -130,6 +212,11 @@ export class McpConnection {
     this.#closed = true
     if (this.#timer !== null) clearTimeout(this.#timer)
     this.#timer = null
+    const refresh = this.#refreshTimer
+    if (refresh !== null) {
+      this.#clock.clearTimeout(refresh.handle)
+      refresh.fire()
+    }
     const client = this.#client
     this.#client = null
     await this.#connecting?.catch(() => {})
@@ -154,7 +241,7 @@ export class McpConnection {
       this.#client = client
       client.onclose = () => { this.#drop(client, 'the connection closed') }
       this.#failures = 0
-      this.#import(listed)
+      await this.#import(listed)
       this.#lastError = this.#importProblems
       this.#setState('ready')
       this.#log.info({ mcpServer: this.settings.name, tools: this.#toolCount }, 'MCP server ready')
@@ -168,14 +255,20 @@ export class McpConnection {
   #importProblems: string | null = null
   #toolCount = 0
 
-  #import (listed: readonly ListedTool[]): void {
-    const problems = this.#hooks.install(listed)
-    this.#imported = true
-    this.#toolCount = listed.length
-    this.#refreshedAt = new Date().toISOString()
-    this.#importProblems = problems.length === 0 ? null : `not imported: ${problems.join('; ')}`
-    if (problems.length > 0) this.#log.warn({ mcpServer: this.settings.name, problems }, 'MCP tools not imported')
-    this.#setError(this.#importProblems)
+  /** Installs a listing after the one before it; the state changes when it is in place. */
+  #import (listed: readonly unknown[]): Promise<void> {
+    const run = async (): Promise<void> => {
+      const problems = await this.#hooks.install(listed)
+      this.#imported = true
+      this.#toolCount = listed.length
+      this.#refreshedAt = new Date(this.#clock.now()).toISOString()
+      const shown = boundedProblems(problems)
+      this.#importProblems = problems.length === 0 ? null : `not imported: ${shown.join('; ')}`
+      if (problems.length > 0) this.#log.warn({ mcpServer: this.settings.name, problems: shown }, 'MCP tools not imported')
+      this.#setError(this.#importProblems)
+    }
+    this.#installing = this.#installing.then(run, run)
+    return this.#installing
   }
 
   /** The connection in use went away: calls are unavailable until it is back. */
@@ -188,8 +281,9 @@ export class McpConnection {
 
   #down (why: string): void {
     if (!this.#imported) {
-      const problems = this.#hooks.install(null)
-      if (problems.length > 0) this.#log.warn({ mcpServer: this.settings.name, problems }, 'MCP tools not imported')
+      void this.#hooks.install(null).then((problems) => {
+        if (problems.length > 0) this.#log.warn({ mcpServer: this.settings.name, problems: boundedProblems(problems) }, 'MCP tools not imported')
+      })
     }
     this.#lastError = why
     this.#setState('down')
@@ -218,13 +312,16 @@ export class McpConnection {
     return Math.min(Math.max(this.settings.timeoutMs, MIN_SETUP_MS), MAX_SETUP_MS)
   }
 
-  async #listAll (client: Client): Promise<ListedTool[]> {
-    const tools: ListedTool[] = []
+  async #listAll (client: Client): Promise<unknown[]> {
+    this.#listedAt = this.#clock.now()
+    const tools: unknown[] = []
     const cursors = new Set<string>()
     let cursor: string | undefined
     for (let page = 0; page < MAX_PAGES; page++) {
-      const res = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, { timeout: this.#setupMs() })
-      for (const tool of res.tools) tools.push(tool as ListedTool)
+      const res = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, LooseListToolsResult, { timeout: this.#setupMs() })
+      for (const tool of res.tools) tools.push(tool)
+      // Far past what is imported: the rest is not read (planImport reports the tools over the limit).
+      if (tools.length > LISTED_PER_ALLOWED * (this.settings.maxTools ?? DEFAULT_MAX_TOOLS)) break
       cursor = res.nextCursor
       if (cursor === undefined || cursors.has(cursor)) break
       cursors.add(cursor)
@@ -244,10 +341,17 @@ export class McpConnection {
         stderr: 'ignore'
       })
     }
-    return new StreamableHTTPClientTransport(new URL(def.url), def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
+    return new StreamableHTTPClientTransport(new URL(def.url), {
+      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight),
+      ...(def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
+    })
   }
 }
 
-function toolResult (result: unknown): ExecutorAnswer {
-  return { kind: 'tool_result', result: result as ToolCallResult }
+/** What #send answers when the server no longer knows the session (HTTP 404): nothing was processed. */
+const SESSION_LOST = Symbol('session lost')
+
+/** Whether a result read whole (stdio: the SDK reads a line at a time) is over the bound. */
+function tooLong (result: unknown, limit: number): boolean {
+  return Buffer.byteLength(JSON.stringify(result), 'utf8') > limit
 }

@@ -4,9 +4,11 @@ import type { McpToolOverride } from '../../schemas/mcp-server.js'
 /** A tool as a server's tools/list describes it (the fields toolgate reads). */
 export interface ListedTool {
   name: string
+  title?: string | undefined
   description?: string | undefined
   inputSchema: Record<string, unknown>
-  annotations?: { readOnlyHint?: boolean | undefined, idempotentHint?: boolean | undefined } | undefined
+  outputSchema?: Record<string, unknown> | undefined
+  annotations?: { readOnlyHint?: boolean | undefined, idempotentHint?: boolean | undefined, [key: string]: unknown } | undefined
 }
 
 /** What importing needs to know of a server: its definition with every default filled in. */
@@ -18,13 +20,55 @@ export interface ImportSettings {
   exclude: readonly string[]
   timeoutMs: number
   overrides: Readonly<Record<string, McpToolOverride>>
+  /** Most tools imported from the server (TOOLGATE_MCP_MAX_TOOLS). @default DEFAULT_MAX_TOOLS */
+  maxTools?: number
 }
 
 /** One tool to register: its definition, and its name on the server. */
-export interface ImportedDefinition { remoteName: string, definition: Record<string, unknown> }
+export interface ImportedDefinition { remoteName: string, definition: Record<string, unknown>, listed: ListedTool }
 
+/** Most tools imported from one server unless TOOLGATE_MCP_MAX_TOOLS says otherwise. */
+export const DEFAULT_MAX_TOOLS = 1000
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/
 const MAX_DESCRIPTION = 8192
+/** Longest server-supplied name quoted in lastError and the log. */
+const MAX_QUOTED_NAME = 64
+/** Problems listed in lastError and the log; the rest are counted. */
+const MAX_LISTED_PROBLEMS = 10
+
+/** A server-supplied name as toolgate quotes it: at most MAX_QUOTED_NAME characters. */
+export function quotedName (name: string): string {
+  return name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}… (${name.length} characters)` : name
+}
+
+/** The first problems, and how many more there are: a lastError or log line of bounded length. */
+export function boundedProblems (problems: readonly string[]): string[] {
+  if (problems.length <= MAX_LISTED_PROBLEMS) return [...problems]
+  return [...problems.slice(0, MAX_LISTED_PROBLEMS), `and ${problems.length - MAX_LISTED_PROBLEMS} more`]
+}
+
+/**
+ * One entry of a tools/list page, checked on its own (the page is not
+ * checked as a whole, so one bad tool does not hide the others): a problem
+ * in toolgate's words, or the tool.
+ */
+export function readListedTool (entry: unknown): ListedTool | string {
+  if (!isRecord(entry) || typeof entry.name !== 'string' || entry.name === '') return 'a tool without a name'
+  const name = quotedName(entry.name)
+  const schema = entry.inputSchema
+  if (!isRecord(schema) || schema.type !== 'object') return `${name}: its inputSchema is not an object schema`
+  if (entry.outputSchema !== undefined && (!isRecord(entry.outputSchema) || entry.outputSchema.type !== 'object')) return `${name}: its outputSchema is not an object schema`
+  const tool: ListedTool = { name: entry.name, inputSchema: schema }
+  if (typeof entry.title === 'string') tool.title = entry.title
+  if (typeof entry.description === 'string') tool.description = entry.description
+  if (isRecord(entry.outputSchema)) tool.outputSchema = entry.outputSchema
+  if (isRecord(entry.annotations)) tool.annotations = entry.annotations
+  return tool
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
 /** Whether tool definitions have the retry-safety field an `idempotentHint` maps to. */
 const HAS_IDEMPOTENT = 'idempotent' in ToolDefinitionSchema.properties
 
@@ -45,20 +89,31 @@ function selected (settings: ImportSettings, remoteName: string): boolean {
  * host's overrides on top. Problems (a name that cannot be a tool's) are
  * listed, and those tools left out.
  */
-export function planImport (settings: ImportSettings, listed: readonly ListedTool[]): { definitions: ImportedDefinition[], problems: string[] } {
+export function planImport (settings: ImportSettings, listed: readonly unknown[]): { definitions: ImportedDefinition[], problems: string[] } {
   const definitions: ImportedDefinition[] = []
   const problems: string[] = []
   const seen = new Set<string>()
-  for (const tool of listed) {
+  let over = 0
+  const maxTools = settings.maxTools ?? DEFAULT_MAX_TOOLS
+  for (const entry of listed) {
+    const tool = readListedTool(entry)
+    if (typeof tool === 'string') {
+      problems.push(tool)
+      continue
+    }
     if (!selected(settings, tool.name)) continue
     if (seen.has(tool.name)) {
-      problems.push(`${tool.name}: listed twice by the server`)
+      problems.push(`${quotedName(tool.name)}: listed twice by the server`)
       continue
     }
     seen.add(tool.name)
+    if (definitions.length >= maxTools) {
+      over++
+      continue
+    }
     const name = settings.prefix + tool.name
     if (!NAME.test(name)) {
-      problems.push(`${tool.name}: ${JSON.stringify(name)} is not a valid tool name`)
+      problems.push(`${quotedName(tool.name)}: ${JSON.stringify(quotedName(name))} is not a valid tool name`)
       continue
     }
     const trusted = settings.trust === 'trusted'
@@ -71,8 +126,9 @@ export function planImport (settings: ImportSettings, listed: readonly ListedToo
     }
     if (HAS_IDEMPOTENT && trusted && tool.annotations?.idempotentHint === true) definition.idempotent = true
     applyOverride(definition, settings.overrides[tool.name])
-    definitions.push({ remoteName: tool.name, definition })
+    definitions.push({ remoteName: tool.name, definition, listed: tool })
   }
+  if (over > 0) problems.push(`${over} more tools over the limit of ${maxTools} a server may offer (TOOLGATE_MCP_MAX_TOOLS)`)
   return { definitions, problems }
 }
 

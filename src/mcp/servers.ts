@@ -1,3 +1,5 @@
+import { performance } from 'node:perf_hooks'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Gauge, type Registry } from 'prom-client'
 import type { Logger } from 'pino'
@@ -6,7 +8,8 @@ import type { Executor } from '../dispatch/executor.js'
 import { InvalidToolError, type ToolRegistry } from '../tools/registry.js'
 import type { Tool } from '../tools/types.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
-import { type ListedTool, type ImportSettings, planImport, planPlaceholders } from './import.js'
+import type { Clock } from '../clock.js'
+import { DEFAULT_MAX_TOOLS, type ImportSettings, planImport, planPlaceholders, quotedName } from './import.js'
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
 import { McpToolExecutor } from './executor.js'
 
@@ -27,7 +30,17 @@ export interface McpServersOptions {
   /** Origins a Streamable HTTP server's URL must belong to; null for any. */
   allowedOrigins: readonly string[] | null
   reconnect?: ReconnectPolicy
+  clock?: Clock
+  /** Most tools imported from one server (TOOLGATE_MCP_MAX_TOOLS). @default 1000 */
+  maxTools?: number
+  /** Longest tools/call answer read (TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES). @default 1 MiB */
+  maxResponseBytes?: number
 }
+
+/** An import compiles tools for at most this long before it lets other work run. */
+const COMPILE_SLICE_MS = 10
+/** A compiled tool, kept while its definition does not change: a refresh recompiles only what changed. */
+interface Compiled { key: string, tool: Tool }
 
 const checkStdio = TypeCompiler.Compile(McpStdioServer)
 const checkHttp = TypeCompiler.Compile(McpHttpServer)
@@ -44,6 +57,7 @@ export class McpServers {
   readonly #servers = new Map<string, McpConnection>()
   readonly #up: Gauge<'server'>
   readonly #waiters: Array<{ name: string, until: (view: McpServerView) => boolean, resolve: () => void }> = []
+  readonly #compiled = new WeakMap<McpConnection, Map<string, Compiled>>()
 
   constructor (opts: McpServersOptions) {
     this.#opts = opts
@@ -173,7 +187,7 @@ export class McpServers {
       await previous.close()
       this.#opts.tools.replaceOwned(def.name, [])
     }
-    const settings = settingsOf(def)
+    const settings = settingsOf(def, this.#opts.maxTools ?? DEFAULT_MAX_TOOLS)
     const log = this.#opts.logger
     const conn: McpConnection = new McpConnection(def, settings, {
       install: (listed) => this.#install(conn, listed),
@@ -188,36 +202,68 @@ export class McpServers {
           }
         }
       }
-    }, log, this.#opts.reconnect ?? DEFAULT_RECONNECT)
+    }, log, this.#opts.reconnect ?? DEFAULT_RECONNECT, {
+      ...(this.#opts.clock === undefined ? {} : { clock: this.#opts.clock }),
+      ...(this.#opts.maxResponseBytes === undefined ? {} : { maxResponseBytes: this.#opts.maxResponseBytes })
+    })
     this.#servers.set(def.name, conn)
     this.#up.set({ server: def.name }, 0)
     log.info({ mcpServer: def.name, transport: def.transport }, 'MCP server added')
     await conn.connect()
   }
 
-  /** Compiles and registers a server's tools in place of its previous ones; answers what was left out and why. */
-  #install (conn: McpConnection, listed: readonly ListedTool[] | null): string[] {
+  /**
+   * Compiles and registers a server's tools in place of its previous ones;
+   * answers what was left out and why. A tool whose definition did not
+   * change keeps its compiled form; the others are compiled in slices of
+   * COMPILE_SLICE_MS, letting other work run between slices, so that a long
+   * list never holds the event loop.
+   */
+  async #install (conn: McpConnection, listed: readonly unknown[] | null): Promise<string[]> {
     if (this.#servers.get(conn.settings.name) !== conn) return []
     const { settings } = conn
+    // The listing was parsed in the turn before: the plan and each slice of compiles get turns of their own.
+    await nextTurn()
     const plan = listed === null ? { definitions: planPlaceholders(settings), problems: [] } : planImport(settings, listed)
+    await nextTurn()
+    if (this.#servers.get(settings.name) !== conn) return []
     const problems = plan.problems
+    const before = this.#compiled.get(conn) ?? new Map<string, Compiled>()
+    const after = new Map<string, Compiled>()
     const tools: Tool[] = []
+    let slice = performance.now()
     for (const { remoteName, definition } of plan.definitions) {
+      const key = JSON.stringify(definition)
+      const kept = before.get(remoteName)
+      if (kept !== undefined && kept.key === key) {
+        tools.push(kept.tool)
+        after.set(remoteName, kept)
+        continue
+      }
+      if (performance.now() - slice > COMPILE_SLICE_MS) {
+        await nextTurn()
+        if (this.#servers.get(settings.name) !== conn) return []
+        slice = performance.now()
+      }
       try {
-        tools.push(this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName)))
+        const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName))
+        tools.push(tool)
+        after.set(remoteName, { key, tool })
       } catch (err) {
         if (!(err instanceof InvalidToolError)) throw err
-        problems.push(`${remoteName}: ${err.problems.join(', ')}`)
+        problems.push(`${quotedName(remoteName)}: ${err.problems.slice(0, 3).join(', ')}`)
       }
     }
+    this.#compiled.set(conn, after)
     const { clashes } = this.#opts.tools.replaceOwned(settings.name, tools)
     for (const clash of clashes) problems.push(clash)
     return problems
   }
 }
 
-function settingsOf (def: McpServerDefinition): ImportSettings {
+function settingsOf (def: McpServerDefinition, maxTools: number): ImportSettings {
   return {
+    maxTools,
     name: def.name,
     trust: def.trust ?? 'untrusted',
     prefix: def.prefix ?? `${def.name}_`,

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { FakeClock } from '../clock.js'
 import { buildTestApp, freePort, get, runBatch, startExecutor, tool } from '../helper.js'
 import { InvalidMcpServerError } from '../../src/mcp/servers.js'
 import { startFaultServer } from './fault-server.js'
@@ -52,9 +53,12 @@ t.test('a server down at start does not stop the start; its tools are executor_u
 t.test('notifications/tools/list_changed makes toolgate list the tools again', async (t) => {
   const faults = await startFaultServer()
   t.teardown(() => faults.close())
-  const { app } = await buildTestApp(t)
+  const clock = new FakeClock()
+  const { app } = await buildTestApp(t, { clock })
   await app.services.mcp.startAll([{ name: 'f', transport: 'streamableHttp', url: faults.url }])
   t.notOk((await get(app, '/v1/mcp-servers/f')).body.tools.includes('f_added'))
+  // Past the 5 s within which a server is not listed twice.
+  clock.advance(5000)
   const refreshed = app.services.mcp.when('f', (v) => v.tools.includes('f_added'))
   faults.addTool('added')
   await refreshed

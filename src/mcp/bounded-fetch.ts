@@ -1,0 +1,65 @@
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
+
+/**
+ * A tools/call answer longer than toolgate reads (SPEC §18): the call is
+ * stopped with this error, never with one a server could send, so that
+ * classify.ts can tell it apart.
+ */
+export class ResponseTooLargeError extends McpError {
+  constructor (limit: number) {
+    super(ErrorCode.InternalError, `the answer is longer than ${limit} bytes`)
+    this.name = 'ResponseTooLargeError'
+  }
+}
+
+/** The longest answer to anything else toolgate asks a server (a page of tools/list). */
+export const MAX_OTHER_RESPONSE_BYTES = 16 * 1024 * 1024
+
+/** A tools/call in flight whose answer is bounded: `abort` stops it with the reason given. */
+export interface BoundedCall { abort (reason: Error): void }
+
+/**
+ * A fetch for the Streamable HTTP transport that reads at most `limit`
+ * bytes of the answer to a POST: a tools/call's answer (JSON or an SSE
+ * stream) at most `callLimit`, any other answer at most
+ * MAX_OTHER_RESPONSE_BYTES. Past the limit the body stream fails, and the
+ * tools/call it answers (found by the operation id in its `_meta`) is
+ * stopped at once with ResponseTooLargeError, so that neither a whole
+ * 100 MB answer nor an endless stream is read. The long-lived GET stream of
+ * server notifications is not bounded as a whole.
+ */
+export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, BoundedCall>, base: FetchLike = fetch): FetchLike {
+  return async (url, init) => {
+    const res = await base(url, init)
+    if (init?.method !== 'POST' || res.body === null) return res
+    const operationId = toolsCallOperation(init.body)
+    const limit = operationId === null ? Math.max(MAX_OTHER_RESPONSE_BYTES, callLimit) : callLimit
+    let read = 0
+    const counted = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+      transform (chunk, controller) {
+        read += chunk.byteLength
+        if (read > limit) {
+          const err = new ResponseTooLargeError(limit)
+          if (operationId !== null) calls.get(operationId)?.abort(err)
+          controller.error(err)
+          return
+        }
+        controller.enqueue(chunk)
+      }
+    }))
+    return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers })
+  }
+}
+
+/** The operation id of a tools/call request body, or null for any other message. */
+function toolsCallOperation (body: unknown): string | null {
+  if (typeof body !== 'string' || !body.includes('"tools/call"')) return null
+  try {
+    const msg = JSON.parse(body) as { method?: unknown, params?: { _meta?: Record<string, unknown> } }
+    const id = msg.method === 'tools/call' ? msg.params?._meta?.['toolgate/operationId'] : undefined
+    return typeof id === 'string' ? id : null
+  } catch {
+    return null
+  }
+}

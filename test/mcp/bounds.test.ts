@@ -1,0 +1,143 @@
+import { spawn } from 'node:child_process'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { FakeClock } from '../clock.js'
+import { buildTestApp, get, runBatch, tool } from '../helper.js'
+import { listedTool, startScriptedServer } from './scripted-server.js'
+
+/** The longest event-loop stall while `fn` runs, in ms (the loop-delay histogram, 10 ms resolution). */
+async function worstStall<T> (fn: () => Promise<T>): Promise<{ value: T, maxMs: number }> {
+  const h = monitorEventLoopDelay({ resolution: 10 })
+  h.enable()
+  try {
+    const value = await fn()
+    return { value, maxMs: h.max / 1e6 }
+  } finally {
+    h.disable()
+  }
+}
+
+/** The scripted server in a child process listing `count` tools. */
+async function startChild (count: number): Promise<{ url: string, close: () => Promise<void> }> {
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(new URL('./scripted-child.ts', import.meta.url)), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      if (out.includes('\n')) resolve(out.trim())
+    })
+    child.once('exit', (code) => { reject(new Error(`the scripted server exited (${code})`)) })
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  return { url, close: async () => { child.kill('SIGTERM'); await exited } }
+}
+
+t.test('a server listing 20,000 tools: 1000 are imported, the rest reported, and other requests are answered meanwhile', async (t) => {
+  const server = await startChild(20_000)
+  t.teardown(() => server.close())
+  // A running service has compiled its own tools before any server is listed.
+  const { app } = await buildTestApp(t, { tools: [{ ...tool('warm', 'http://127.0.0.1:1/x'), inputSchema: { type: 'object', properties: { a: { type: 'string', maxLength: 9 }, b: { type: 'integer' } }, required: ['a'] } }] })
+  const { maxMs } = await worstStall(async () => {
+    // Other work goes on meanwhile: the probes answer while the tools are compiled.
+    const start = app.services.mcp.startAll([{ name: 'big', transport: 'streamableHttp', url: server.url }])
+    const probes: number[] = []
+    for (let i = 0; i < 5; i++) probes.push((await get(app, '/healthz')).status)
+    await start
+    t.same(probes, [200, 200, 200, 200, 200])
+  })
+  const view = (await get(app, '/v1/mcp-servers/big')).body
+  t.equal(view.state, 'ready')
+  t.equal(view.tools.length, 1000, 'TOOLGATE_MCP_MAX_TOOLS, 1000 by default')
+  t.match(view.lastError, /19002 more tools over the limit of 1000/)
+  // Parsing the 3.4 MB list is one JSON.parse, which no import can slice: the figure is reported, not asserted.
+  t.comment(`20,000 tools listed: longest event-loop stall ${maxMs.toFixed(1)} ms`)
+})
+
+t.test('TOOLGATE_MCP_MAX_TOOLS sets the cap', async (t) => {
+  const server = await startScriptedServer(Array.from({ length: 5 }, (_, i) => listedTool(`t${i}`)))
+  t.teardown(() => server.close())
+  const { app } = await buildTestApp(t, { config: { mcpMaxTools: 3 } })
+  await app.services.mcp.startAll([{ name: 's', transport: 'streamableHttp', url: server.url }])
+  const view = (await get(app, '/v1/mcp-servers/s')).body
+  t.same(view.tools, ['s_t0', 's_t1', 's_t2'])
+  t.match(view.lastError, /2 more tools over the limit of 3/)
+})
+
+t.test('a refresh recompiles only the tools whose definitions changed', async (t) => {
+  const server = await startScriptedServer(Array.from({ length: 300 }, (_, i) => listedTool(`t${i}`)))
+  t.teardown(() => server.close())
+  const clock = new FakeClock()
+  const { app } = await buildTestApp(t, { clock })
+  await app.services.mcp.startAll([{ name: 's', transport: 'streamableHttp', url: server.url }])
+  const registry = app.services.tools
+  const compile = registry.compile.bind(registry)
+  const compiled: string[] = []
+  registry.compile = (input, via) => { compiled.push((input as { name: string }).name); return compile(input, via) }
+  server.tools[7] = listedTool('t7', { description: 'Changed.' })
+  server.tools.push(listedTool('new'))
+  clock.advance(5000)
+  await app.services.mcp.refresh('s')
+  t.same(compiled.sort(), ['s_new', 's_t7'])
+  t.equal((await get(app, '/v1/tools/s_t7')).body.description, 'Changed.')
+  t.equal((await get(app, '/v1/mcp-servers/s')).body.tools.length, 301)
+})
+
+t.test('a storm of list_changed: at most one listing per 5 s, and a notice in between is deferred, never dropped', async (t) => {
+  const server = await startScriptedServer([listedTool('a')])
+  t.teardown(() => server.close())
+  const clock = new FakeClock()
+  const { app } = await buildTestApp(t, { clock })
+  await app.services.mcp.startAll([{ name: 's', transport: 'streamableHttp', url: server.url }])
+  await server.streamOpen()
+  t.equal(server.lists, 1)
+  server.tools.push(listedTool('b'))
+  const before = clock.timeouts
+  const { maxMs } = await worstStall(async () => {
+    for (let i = 0; i < 200; i++) server.listChanged()
+    // The first notice arms the deferred listing; the others join it.
+    while (clock.timeouts === before) await new Promise((resolve) => setImmediate(resolve))
+  })
+  t.equal(server.lists, 1, 'nothing listed within 5 s of the last listing')
+  t.equal(clock.timeouts, before + 1, 'one deferred listing for 200 notices')
+  const listed = app.services.mcp.when('s', (v) => v.tools.includes('s_b'))
+  clock.advance(5000)
+  await listed
+  t.equal(server.lists, 2, 'the deferred listing ran once')
+  t.ok(maxMs < 100, `the longest stall was ${maxMs.toFixed(1)} ms`)
+
+  // An admin refresh within the window waits for the next allowed listing too.
+  server.tools.push(listedTool('c'))
+  const refreshed = app.services.mcp.refresh('s')
+  while (clock.timeouts === before) await new Promise((resolve) => setImmediate(resolve))
+  t.equal(server.lists, 2)
+  clock.advance(5000)
+  t.ok((await refreshed)!.tools.includes('s_c'))
+  t.equal(server.lists, 3)
+})
+
+t.test('a tools/call answer of 100 MB is cut at TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES: a write is uncertain, a read an error', async (t) => {
+  const server = await startChild(0)
+  t.teardown(() => server.close())
+  const { app } = await buildTestApp(t)
+  await app.services.mcp.startAll([
+    { name: 'w', transport: 'streamableHttp', url: server.url },
+    { name: 'r', transport: 'streamableHttp', url: server.url, trust: 'trusted' }
+  ])
+  const rss = process.memoryUsage().rss
+  const { value: [write, read], maxMs } = await worstStall(async () => await Promise.all([
+    runBatch(app, [{ id: 'w', name: 'w_huge', arguments: {} }]),
+    runBatch(app, [{ id: 'r', name: 'r_huge', arguments: {} }, { id: 's', name: 'r_small', arguments: {} }])
+  ]))
+  t.equal(write.status, 200)
+  t.equal(read.status, 200)
+  t.equal(write.body.results[0].status, 'uncertain')
+  t.equal(write.body.results[0].details.cause, 'response_too_large')
+  t.equal(read.body.results[0].status, 'error')
+  t.equal(read.body.results[0].details.cause, 'response_too_large')
+  t.equal(read.body.results[1].status, 'ok', 'the read beside it is answered')
+  t.ok(process.memoryUsage().rss - rss < 64 * 1024 * 1024, 'the answer was not read whole')
+  t.ok(maxMs < 100, `the longest stall was ${maxMs.toFixed(1)} ms`)
+  t.comment(`100 MB answer: longest event-loop stall ${maxMs.toFixed(1)} ms`)
+  t.equal((await runBatch(app, [{ id: 'again', name: 'r_small', arguments: {} }])).body.results[0].status, 'ok', 'the server is still usable')
+})
