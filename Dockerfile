@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # toolgate: build with the full toolchain, run with production dependencies only.
 #   docker build -t toolgate .
-#   docker run -p 8080:8080 -e TOOLGATE_TOOLS_FILE=/config/tools.json -v $PWD/config:/config:ro toolgate
+#   docker run -p 127.0.0.1:8080:8080 toolgate     (the demo, open: this machine only)
+#   docker run -p 8080:8080 -v "$PWD/config:/config:ro" -e TOOLGATE_TOOLS_FILE=/config/tools.yaml -e TOOLGATE_API_KEYS_FILE=/config/keys.yaml toolgate
 # Node 24, the active LTS: Node 20 reached its end of life in April 2026. .ci/run runs the
-# engine, routes, stores, formats and MCP tests on Node 24 as well (README, Tests).
+# engine, routes, stores, formats and MCP tests on Node 24 as well (docs/testing.md).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
@@ -49,5 +50,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 STOPSIGNAL SIGTERM
 # A 64 MiB young generation: a batch's short-lived objects die there instead of
 # being copied out by frequent scavenges (about a quarter more batches per core
-# under load; README, Performance). npm start runs the same flags.
+# under load; docs/performance.md). npm start runs the same flags.
 CMD ["node", "--max-semi-space-size=64", "dist/src/server.js"]

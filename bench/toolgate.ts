@@ -27,6 +27,6 @@ export async function startToolgate (executorUrl: string, logLevel: string, stor
   const traffic = (): RedisTraffic => ('traffic' in made && typeof made.traffic === 'function' ? (made.traffic as () => RedisTraffic)() : { roundTrips: 0, commands: 0 })
   const app = await buildApp(config, { keys, logger, store: made })
   app.services.tools.putAll(benchTools(executorUrl))
-  const url = await app.listen({ host: config.host, port: config.port })
+  const url = await app.listen({ host: config.host ?? '127.0.0.1', port: config.port })
   return { app, url, traffic }
 }

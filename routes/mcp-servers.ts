@@ -43,7 +43,6 @@ export const mcpServerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   }, async (req) => {
     const view = mcp.view(req.params.name)
     if (view === undefined) throw notFound(req.params.name)
-    audit(req, 'mcp_server.refreshed', req.params.name)
     return view
   })
 

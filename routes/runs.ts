@@ -85,7 +85,9 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
       .filter((t) => (allowed === null || allowed.has(t.name)) && (all || t.requiredScopes.every((s) => principal.scopes.has(s))))
       .map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
     const format = req.query.format === undefined ? undefined : formatNamed(req.query.format)
-    return { tools: format === undefined ? offered : format.toolList(offered) }
+    if (format === undefined) return { tools: offered }
+    // Under names the model APIs accept; a call under the offered name resolves to the tool.
+    return { tools: format.toolList(offered.map((t) => ({ ...t, name: tools.modelName(t.name) }))) }
   })
 
   app.post('/v1/runs/:runId/messages', {

@@ -20,7 +20,7 @@ const int = (min: number, max: number): { kind: 'int', min: number, max: number 
 /** Every setting, its environment variable, default and meaning. docs/configuration.md is checked against it. */
 export const SETTINGS = {
   port: { env: 'PORT', default: 8080, help: 'TCP port to listen on.', spec: int(0, 65535) },
-  host: { env: 'HOST', default: '0.0.0.0', help: 'Address to listen on.', spec: { kind: 'string' } },
+  host: { env: 'HOST', default: null, help: 'Address to listen on. Unset: 127.0.0.1 when the service runs open (no TOOLGATE_API_KEYS_FILE), 0.0.0.0 with keys.', spec: { kind: 'string' } },
   logLevel: { env: 'LOG_LEVEL', default: 'info', help: 'pino log level.', spec: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } },
   toolsFile: { env: 'TOOLGATE_TOOLS_FILE', default: null, help: 'JSON or YAML file of tool definitions loaded at start. Unset: the bundled examples and their example executor.', spec: { kind: 'string' } },
   apiKeysFile: { env: 'TOOLGATE_API_KEYS_FILE', default: null, help: 'JSON or YAML file of API keys. Unset: the service runs open (one tenant, every role) and warns.', spec: { kind: 'string' } },
@@ -144,6 +144,38 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   if (store !== 'memory' && !/^rediss?:\/\//.test(store)) problems.push(`TOOLGATE_STORE must be 'memory' or a redis:// URL, got ${JSON.stringify(store)}`)
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze({ ...out, ...overrides }) as Config
+}
+
+/** `TOOLGATE_*` names read by the examples, the tests and the bench rather than by the service. */
+const OTHER_VARIABLES = /^TOOLGATE_(URL|API_KEY|POLL_SECONDS|NODE_FLAGS|UPDATE_SCREENSHOTS|TEST_[A-Z0-9_]+|BENCH_[A-Z0-9_]+)$/
+
+/**
+ * A warning for every `TOOLGATE_*` variable that is no setting (a misspelt
+ * name is otherwise silently ignored), naming the closest setting.
+ */
+export function unknownVariables (env: Record<string, string | undefined> = process.env): string[] {
+  const known = Object.values(SETTINGS).map((s) => s.env as string)
+  const warnings: string[] = []
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('TOOLGATE_') || known.includes(name) || OTHER_VARIABLES.test(name)) continue
+    const closest = known.map((k) => ({ k, d: editDistance(name, k) })).sort((a, b) => a.d - b.d)[0]
+    const hint = closest !== undefined && closest.d <= Math.max(2, Math.floor(name.length / 5)) ? ` (did you mean ${closest.k}?)` : ''
+    warnings.push(`${name} is not a toolgate setting and is ignored${hint}`)
+  }
+  return warnings
+}
+
+/** Levenshtein distance: the fewest one-character edits from a to b. */
+function editDistance (a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    row = next
+  }
+  return row[b.length]!
 }
 
 /** The configuration with every default: for tests and embedding. */

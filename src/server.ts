@@ -2,13 +2,15 @@
  * The process: read configuration, load keys and tools, listen, and drain
  * on SIGTERM. Everything else is built by buildApp.
  */
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { dirname, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { KeyRing, KeysFileError } from './auth/keys.js'
-import { openModeRefusal } from './auth/open-mode.js'
-import { ConfigError, type Config, loadConfig } from './config.js'
+import { listenHost, openModeRefusal } from './auth/open-mode.js'
+import { cliAction } from './cli.js'
+import { ConfigError, type Config, loadConfig, unknownVariables } from './config.js'
 import { createLogger } from './logger.js'
 import { otelEnabled, startOtel } from './telemetry/otel.js'
 import { traceLogFields } from './telemetry/tracing.js'
@@ -20,7 +22,21 @@ const here = dirname(fileURLToPath(import.meta.url))
 /** The bundled example tools (used when TOOLGATE_TOOLS_FILE is unset). */
 export const EXAMPLE_TOOLS_FILE = resolve(here, '../../examples/tools.json')
 
+/** The version of package.json beside the compiled tree (the image copies it too). */
+function packageVersion (): string {
+  try {
+    return (JSON.parse(readFileSync(resolve(here, '../../package.json'), 'utf8')) as { version?: string }).version ?? 'unknown'
+  } catch {
+    return 'unknown'
+  }
+}
+
 async function main (): Promise<void> {
+  const action = cliAction(process.argv.slice(2), packageVersion())
+  if (action.kind !== 'serve') {
+    ;(action.exitCode === 0 ? process.stdout : process.stderr).write(action.text)
+    process.exit(action.exitCode)
+  }
   let config: Config
   try {
     config = loadConfig()
@@ -59,14 +75,21 @@ async function main (): Promise<void> {
     process.stderr.write(`Cannot start: ${err instanceof KeysFileError ? err.message : (err as Error).message}\n`)
     process.exit(2)
   }
-  const refusal = openModeRefusal({ open: keys.open, realTools: config.toolsFile !== null, host: config.host, allowOpen: config.allowOpen })
+  const host = listenHost(config.host, keys.open)
+  const refusal = openModeRefusal({ open: keys.open, realTools: config.toolsFile !== null, host, allowOpen: config.allowOpen })
   if (refusal !== null) {
     logger.fatal({ problems: [refusal] }, 'cannot start')
     process.stderr.write(`Cannot start: ${refusal}\n`)
     process.exit(2)
   }
   for (const warning of keys.warnings) logger.warn({ problem: warning }, 'weak API key')
-  if (keys.open) logger.warn('No TOOLGATE_API_KEYS_FILE: the service runs OPEN, as one tenant with every role. Do not expose it.')
+  for (const warning of unknownVariables(process.env)) logger.warn({ problem: warning }, 'unknown setting')
+  if (keys.open) {
+    logger.warn({ host }, config.host === null
+      ? 'No TOOLGATE_API_KEYS_FILE: the service runs OPEN, as one tenant with every role, so it listens on 127.0.0.1 only. ' +
+        'To serve other machines, give a keys file (docs/access.md) and set HOST=0.0.0.0.'
+      : 'No TOOLGATE_API_KEYS_FILE: the service runs OPEN, as one tenant with every role. Do not expose it.')
+  }
 
   const app = await buildApp(config, { logger, keys })
   try {
@@ -105,7 +128,7 @@ async function main (): Promise<void> {
   process.on('SIGTERM', () => { void shutdown('SIGTERM') })
   process.on('SIGINT', () => { void shutdown('SIGINT') })
 
-  const address = await app.listen({ port: config.port, host: config.host })
+  const address = await app.listen({ port: config.port, host })
   app.log.info({ address, tools: app.services.tools.size }, 'toolgate ready')
 }
 

@@ -34,11 +34,19 @@ t.test('the README gives the two commands a newcomer runs', async (t) => {
   t.ok(readme.includes('npm install && npm test'))
 })
 
-t.test('the README links to the reference, tells how the Redis tests find a Redis and how a random test is replayed', async (t) => {
-  t.ok(readme.includes('](docs/README.md)'))
-  t.ok(readme.includes('TOOLGATE_TEST_REDIS_URL'))
-  t.ok(readme.includes(`${SEED_VARIABLE}=N`))
-  t.ok(readme.includes('node dist/examples/executor.js'))
+t.test('the README stays short: what toolgate is, the two commands, one loop, where to go next', async (t) => {
+  t.ok(readme.split('\n').length <= 150, `${readme.split('\n').length} lines`)
+  t.ok(readme.includes('](docs/getting-started.md)'))
+  t.ok(readme.includes('](docs/python.md)'))
+  t.ok(readme.includes('](docs/testing.md)'))
+  t.notMatch(readme, /^## (Tests|Performance|API)$/m, 'the reference lives in docs/')
+})
+
+t.test('docs/testing.md tells how the Redis tests find a Redis and how a random test is replayed; getting-started runs the example executor alone', async (t) => {
+  const testing = pages.get('docs/testing.md')!
+  t.ok(testing.includes('TOOLGATE_TEST_REDIS_URL'))
+  t.ok(testing.includes(`${SEED_VARIABLE}=N`))
+  t.ok(pages.get('docs/getting-started.md')!.includes('node dist/examples/executor.js'))
 })
 
 t.test('the README, docs/, the OpenAPI description and the example executor never point outside the repository', async (t) => {

@@ -6,6 +6,7 @@ import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import { prepareBatch } from '../prepare/pipeline.js'
+import { deadlinePassed } from '../runs/deadline.js'
 import { ownedRun } from '../runs/transitions.js'
 import type { RunRecord } from '../runs/types.js'
 import type { Store } from '../store/types.js'
@@ -72,9 +73,11 @@ export class ApprovalService {
   /** Every call of the tenant's runs waiting for a decision, oldest request first. */
   async inbox (tenant: string): Promise<InboxEntry[]> {
     const out: InboxEntry[] = []
+    const now = this.#clock.now()
     for (const run of await this.#options.store.waitingRuns()) {
       const w = run.waiting
-      if (run.tenant !== tenant || w == null || w.phase !== 'awaiting') continue
+      // A run past its timeoutMs is over, though no sweep has settled its batch yet.
+      if (run.tenant !== tenant || w == null || w.phase !== 'awaiting' || deadlinePassed(run, now)) continue
       for (const p of pendingApprovals(w)) out.push({ runId: run.runId, batchId: w.batchId, ...p })
     }
     return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt))
@@ -88,6 +91,11 @@ export class ApprovalService {
   async decide (by: Decider, runId: string, batchId: string, decisions: readonly DecisionInput[]): Promise<DecisionAnswer> {
     const run = await this.#run(by.tenant, runId)
     const w = run.waiting
+    if (w?.batchId === batchId && w.phase === 'awaiting' && timedOut(run, w, this.#clock.now())) {
+      // The run's timeoutMs passed while the batch waited: it is cancelled, never decided.
+      await this.#takeUpStale(runId, batchId)
+      throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions: its run timed out.`)
+    }
     if (w?.batchId !== batchId || w.phase !== 'awaiting') {
       const known = run.inFlight?.batchId === batchId || w?.batchId === batchId || (await this.#options.store.getBatch(runId, batchId)) !== undefined
       if (!known) throw new ProblemError('batch_not_found', `No batch ${batchId} in run ${runId}.`)
@@ -105,7 +113,7 @@ export class ApprovalService {
   /**
    * Takes up every waiting batch whose approvals expired (their pending
    * calls denied with `approval_expired`) or whose run is no longer active
-   * (its calls cancelled), and runs it. Every replica sweeps; a batch is
+   * or passed its timeoutMs (its calls cancelled), and runs it. Every replica sweeps; a batch is
    * taken up by one. Answers how many this call ran.
    */
   sweep (): Promise<number> {
@@ -113,11 +121,11 @@ export class ApprovalService {
     return this.#sweeping
   }
 
-  /** A waiting batch of a run just cancelled: every held and waiting call is `cancelled`, and the answer stored. */
+  /** A waiting batch of a run just cancelled or timed out: every held and waiting call is `cancelled`, and the answer stored. */
   async settleCancelled (runId: string): Promise<void> {
     const run = await this.#options.store.getRun(runId)
     const w = run?.waiting
-    if (run === undefined || w == null || w.phase !== 'awaiting' || run.state === 'active') return
+    if (run === undefined || w == null || w.phase !== 'awaiting' || (run.state === 'active' && !deadlinePassed(run, this.#clock.now()))) return
     await this.#takeUpStale(runId, w.batchId)
   }
 
@@ -127,7 +135,7 @@ export class ApprovalService {
       const now = this.#clock.now()
       for (const run of await this.#options.store.waitingRuns()) {
         const w = run.waiting
-        if (w == null || w.phase !== 'awaiting' || (w.expiresAt > now && run.state === 'active')) continue
+        if (w == null || w.phase !== 'awaiting' || (w.expiresAt > now && run.state === 'active' && !deadlinePassed(run, now))) continue
         if (await this.#takeUpStale(run.runId, w.batchId)) ran++
       }
       this.#sweepFailed = false
@@ -141,7 +149,8 @@ export class ApprovalService {
 
   async #takeUpStale (runId: string, batchId: string): Promise<boolean> {
     const now = this.#clock.now()
-    const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, w) => expirePending(w, now))
+    // A run that timed out before its approvals expired cancels them (the take-up applies its deadline), not expires them.
+    const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (r, w) => timedOut(r, w, now) ? [] : expirePending(w, now))
     if (taken === undefined) return false
     this.#announce(runId, batchId, taken.value, taken.waiting)
     if (!taken.start) return false
@@ -198,4 +207,11 @@ export class ApprovalService {
   async #run (tenant: string, runId: string): Promise<RunRecord> {
     return ownedRun(await this.#options.store.getRun(runId), tenant, runId)
   }
+}
+
+/** Whether the run's timeoutMs passed (or ended it) while the batch waited, no later than its approvals' expiry. */
+function timedOut (run: RunRecord, w: WaitingBatch, now: number): boolean {
+  const { timeoutMs } = run.options.limits
+  const ended = run.state === 'active' ? deadlinePassed(run, now) : run.terminationReason === 'timeout'
+  return ended && timeoutMs !== null && run.createdAt + timeoutMs <= w.expiresAt
 }

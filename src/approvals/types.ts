@@ -1,5 +1,5 @@
 import type { BatchEvent } from '../batch/types.js'
-import type { RejectionReason } from '../prepare/types.js'
+import type { RawCall, RejectionReason } from '../prepare/types.js'
 
 /**
  * The owner of a run's lease while a batch of it waits for a person: no
@@ -49,8 +49,8 @@ export interface WaitingBatch {
   format?: string
   requestedAt: number
   expiresAt: number
-  /** Ids and names of the calls, in source order (arguments are in `outcomes`). */
-  calls: Array<{ id: string, name: string }>
+  /** Ids and names of the calls, in source order (arguments are in `outcomes`), with what a provider format marked on them. */
+  calls: Array<Pick<RawCall, 'id' | 'name' | 'kind' | 'generatedId'>>
   outcomes: StoredOutcome[]
   /** The host-visible events so far, numbered; the batch's answer continues them. */
   events: BatchEvent[]

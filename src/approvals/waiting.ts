@@ -5,7 +5,7 @@
  */
 import { ProblemError } from '../errors.js'
 import type { BatchEvent } from '../batch/types.js'
-import type { PreparationOutcome, PreparedCall, RejectedCall } from '../prepare/types.js'
+import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall } from '../prepare/types.js'
 import type { ToolLookup } from '../tools/types.js'
 import type { Decider, Decision, DecisionInput, PendingApproval, StoredOutcome, WaitingBatch } from './types.js'
 
@@ -26,6 +26,16 @@ export interface WaitingInput {
   ttlMs: number
   outcomes: readonly PreparationOutcome[]
   events: BatchEvent[]
+  /** The calls as they came, for what a provider format marked on them (`kind`, `generatedId`). */
+  calls?: readonly RawCall[]
+}
+
+/** A waiting batch's entry for a call: its id and name, and the provider format's marks on it. */
+function callOf (o: PreparationOutcome, raw: RawCall | undefined): WaitingBatch['calls'][number] {
+  const call: WaitingBatch['calls'][number] = { id: o.id, name: o.requestedName }
+  if (raw?.kind !== undefined) call.kind = raw.kind
+  if (raw?.generatedId === true) call.generatedId = true
+  return call
 }
 
 /** The waiting batch of prepared outcomes, every call of a tool that requires approval held. */
@@ -38,7 +48,7 @@ export function toWaiting (input: WaitingInput): WaitingBatch {
     scopes: [...input.scopes],
     requestedAt: input.now,
     expiresAt: input.now + input.ttlMs,
-    calls: input.outcomes.map((o) => ({ id: o.id, name: o.requestedName })),
+    calls: input.outcomes.map((o) => callOf(o, input.calls?.[o.index])),
     outcomes: input.outcomes.map(storeOutcome),
     events: input.events
   }

@@ -50,7 +50,11 @@ function entryProblems (entry: unknown, at: string): string[] {
   for (const e of checkEntry.Errors(entry)) {
     if (seen.has(e.path)) continue
     seen.add(e.path)
-    const message = /^\/roles\/\d+$/.test(e.path) ? `must be one of ${ROLES.join(', ')}` : e.message
+    const message = /^\/roles\/\d+$/.test(e.path)
+      ? `must be one of ${ROLES.join(', ')}`
+      : e.path === '/key' && typeof e.value === 'string' && /\s/.test(e.value)
+        ? 'must not hold spaces or other white space: it is sent as `Authorization: Bearer <key>` (`openssl rand -hex 32` makes a good one)'
+        : e.message
     problems.push(`${at}${e.path}: ${message}`)
   }
   if (typeof entry === 'object' && entry !== null && !Array.isArray(entry)) {

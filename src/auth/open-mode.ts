@@ -32,3 +32,13 @@ export function openModeRefusal (input: OpenModeInput): string | null {
   return `TOOLGATE_TOOLS_FILE is set but TOOLGATE_API_KEYS_FILE is not, and HOST ${input.host} is reachable from other machines: ` +
     'anyone could run the tools. Give a keys file, listen on a loopback HOST (127.0.0.1), or set TOOLGATE_ALLOW_OPEN=true if a gateway in front authenticates.'
 }
+
+/** Where open mode listens when HOST is unset: only this machine can reach a service without keys. */
+export const OPEN_DEFAULT_HOST = '127.0.0.1'
+/** Where a service with keys listens when HOST is unset. */
+export const KEYED_DEFAULT_HOST = '0.0.0.0'
+
+/** The address to listen on: HOST when set, else loopback while open and every address with keys. */
+export function listenHost (host: string | null, open: boolean): string {
+  return host ?? (open ? OPEN_DEFAULT_HOST : KEYED_DEFAULT_HOST)
+}

@@ -170,8 +170,10 @@ export class ExecutorClient {
           method: 'POST',
           headers: requestHeaders(req),
           body: req.body,
-          headersTimeout: req.timeoutMs,
-          bodyTimeout: req.timeoutMs
+          // The tool's own timer (above) is the one deadline: undici's timers
+          // run on a coarse clock and could cut an exchange before `timeoutMs`.
+          headersTimeout: 0,
+          bodyTimeout: 0
         }, exchange)
       } catch (err) {
         exchange.onResponseError(null, err as Error)

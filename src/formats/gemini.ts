@@ -65,7 +65,9 @@ function functionCalls (content: Record<string, unknown>, path: string): RawCall
     const fc = object(part.functionCall, `${at}/functionCall`)
     const args = fc.args === undefined || fc.args === null ? undefined : object(fc.args, `${at}/functionCall/args`)
     const id = optionalString(fc.id, `${at}/functionCall/id`)
-    calls.push({ id: id === undefined || id === '' ? generatedId(calls.length) : id, name: nonEmptyString(fc.name, `${at}/functionCall/name`), arguments: args })
+    const name = nonEmptyString(fc.name, `${at}/functionCall/name`)
+    // Marked, not told by its shape: a call's own id may well read `gemini_<n>`.
+    calls.push(id === undefined || id === '' ? { id: generatedId(calls.length), name, arguments: args, generatedId: true } : { id, name, arguments: args })
   }
   return calls
 }
@@ -83,11 +85,12 @@ export const gemini: ProviderFormat = {
   name: 'gemini',
   schema,
   decode,
-  render: (results, policyMessages) => {
+  render: (results, policyMessages, calls) => {
     const parts: unknown[] = results.map((r, i) => {
       const response = r.isError ? { error: valueOf(r.content) } : { output: valueOf(r.content) }
-      // A call that came without an id was given its position's id; Gemini is answered without one, as it asked.
-      return { functionResponse: r.callId === generatedId(i) ? { name: r.name, response } : { id: r.callId, name: r.name, response } }
+      // A call that came without an id was given one; Gemini is answered without one, as it asked.
+      const generated = calls[i]?.id === r.callId && calls[i]?.generatedId === true
+      return { functionResponse: generated ? { name: r.name, response } : { id: r.callId, name: r.name, response } }
     })
     for (const p of policyMessages) parts.push({ text: p.content })
     return parts.length === 0 ? [] : [{ role: 'user', parts }]

@@ -63,10 +63,10 @@ export function decodeBatchBody (body: BatchBodyInput): DecodedBatch {
 }
 
 /** The answer's `messages` in the batch's format. */
-export function renderMessages (format: string, results: readonly CallResult[], policyMessages: readonly PolicyMessage[]): unknown[] {
+export function renderMessages (format: string, results: readonly CallResult[], policyMessages: readonly PolicyMessage[], calls: readonly RawCall[] = []): unknown[] {
   const f = BY_NAME.get(format)
   if (f === undefined) throw new Error(`unknown provider format ${format}`)
-  return f.render(results, policyMessages)
+  return f.render(results, policyMessages, calls)
 }
 
 /**

@@ -9,7 +9,7 @@ const Tokens = Type.Integer({ minimum: 0 })
 
 const ToolCall = Type.Object({
   id: Type.String({ minLength: 1 }),
-  type: Type.Optional(Type.String({ description: 'only `function` calls are read' })),
+  type: Type.Optional(Type.String({ description: '`function` calls are run; calls of other types (`custom`) are answered, not run' })),
   function: Type.Optional(Type.Object({
     name: Type.String({ minLength: 1 }),
     arguments: Type.Optional(Type.String({ description: 'JSON text, passed on as sent' }))
@@ -60,11 +60,26 @@ function toolCalls (message: Record<string, unknown>, path: string): RawCall[] {
   for (const [i, item] of optionalArray(message.tool_calls, `${path}/tool_calls`).entries()) {
     const at = `${path}/tool_calls/${i}`
     const call = object(item, at)
-    if (call.type !== undefined && string(call.type, `${at}/type`) !== 'function') continue
+    if (call.type !== undefined && string(call.type, `${at}/type`) !== 'function') {
+      calls.push(unsupportedCall(call, at))
+      continue
+    }
     const fn = object(call.function, `${at}/function`)
     calls.push({ id: nonEmptyString(call.id, `${at}/id`), name: nonEmptyString(fn.name, `${at}/function/name`), arguments: optionalString(fn.arguments, `${at}/function/arguments`) })
   }
   return calls
+}
+
+/**
+ * A tool call of another type (`custom`, or one to come): toolgate does not
+ * run it, but answers it (`unsupported_call_type`), since the API refuses a
+ * conversation that leaves a tool call unanswered.
+ */
+function unsupportedCall (call: Record<string, unknown>, at: string): RawCall {
+  const kind = (call.type as string).slice(0, 64)
+  const detail = isObject(call[kind]) ? call[kind] : {}
+  const name = typeof detail.name === 'string' && detail.name !== '' ? detail.name : kind
+  return { id: nonEmptyString(call.id, `${at}/id`), name, arguments: detail.input, kind }
 }
 
 export const openaiChat: ProviderFormat = {

@@ -8,7 +8,7 @@ const open = { additionalProperties: true }
 const Tokens = Type.Integer({ minimum: 0 })
 
 const OutputItem = Type.Object({
-  type: Type.String({ description: 'only `function_call` items are read' }),
+  type: Type.String({ description: '`function_call` items are run; `custom_tool_call` items are answered, not run' }),
   call_id: Type.Optional(Type.String({ minLength: 1 })),
   name: Type.Optional(Type.String({ minLength: 1 })),
   arguments: Type.Optional(Type.String({ description: 'JSON text, passed on as sent' })),
@@ -44,6 +44,11 @@ function functionCalls (output: unknown[], path: string): Decoded {
   for (const [i, entry] of output.entries()) {
     const at = `${path}/${i}`
     const item = object(entry, at)
+    if (item.type === 'custom_tool_call') {
+      // Not run, but answered (`unsupported_call_type`): the API refuses a conversation that leaves a call unanswered.
+      calls.push({ id: nonEmptyString(item.call_id, `${at}/call_id`), name: nonEmptyString(item.name, `${at}/name`), arguments: item.input, kind: 'custom' })
+      continue
+    }
     if (item.type !== 'function_call') continue
     calls.push({ id: nonEmptyString(item.call_id, `${at}/call_id`), name: nonEmptyString(item.name, `${at}/name`), arguments: optionalString(item.arguments, `${at}/arguments`) })
     // The output array alone has no response status: an item still being written says the same.
@@ -56,8 +61,8 @@ export const openaiResponses: ProviderFormat = {
   name: 'openaiResponses',
   schema,
   decode,
-  render: (results, policyMessages) => [
-    ...results.map((r) => ({ type: 'function_call_output', call_id: r.callId, output: r.content })),
+  render: (results, policyMessages, calls) => [
+    ...results.map((r, i) => ({ type: calls[i]?.kind === 'custom' ? 'custom_tool_call_output' : 'function_call_output', call_id: r.callId, output: r.content })),
     ...policyMessages.map((p) => ({ role: 'system', content: p.content }))
   ],
   // strict: false because the Responses API otherwise defaults to strict schemas, which most tools' schemas are not.

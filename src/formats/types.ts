@@ -30,8 +30,12 @@ export interface ProviderFormat {
   readonly schema: TSchema
   /** `path` is the JSON pointer of `body` in the request, for the 400 a wrong shape gets. */
   decode: (body: unknown, path: string) => Decoded
-  /** What to append to the conversation: one item per result, in order, then the policy messages. */
-  render: (results: readonly CallResult[], policyMessages: readonly PolicyMessage[]) => unknown[]
+  /**
+   * What to append to the conversation: one item per result, in order, then
+   * the policy messages. `calls` are the batch's calls as decoded, by
+   * position (what the format marked on them: `kind`, `generatedId`).
+   */
+  render: (results: readonly CallResult[], policyMessages: readonly PolicyMessage[], calls: readonly RawCall[]) => unknown[]
   /** The tools as that provider's request takes them in `tools`. */
   toolList: (tools: readonly OfferedTool[]) => Array<Record<string, unknown>>
 }

@@ -1,3 +1,4 @@
+import type { Stream } from 'node:stream'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -229,11 +230,14 @@ export class McpConnection {
     // The SDK reports errors it recovers from here; failures that matter are met where they happen.
     client.onerror = () => {}
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => { void this.refresh() })
+    const setupOutput = new SetupOutput()
     try {
       const transport = this.#transport()
+      if (transport instanceof StdioClientTransport) setupOutput.watch(transport.stderr)
       await client.connect(transport, { timeout: this.#setupMs() })
       if (transport instanceof StdioClientTransport) this.#pid = transport.pid
       const listed = await this.#listAll(client)
+      setupOutput.stop()
       if (this.#closed) {
         await client.close().catch(() => {})
         return
@@ -248,7 +252,7 @@ export class McpConnection {
     } catch (err) {
       await client.close().catch(() => {})
       if (this.#closed) return
-      this.#down(`connecting failed: ${describeFailure(err)}`)
+      this.#down(`connecting failed: ${describeFailure(err)}${await setupOutput.said()}`)
     }
   }
 
@@ -337,14 +341,55 @@ export class McpConnection {
         args: def.args ?? [],
         ...(def.env === undefined ? {} : { env: def.env }),
         ...(def.cwd === undefined ? {} : { cwd: def.cwd }),
-        // The server's own output may hold anything, arguments included: it is not kept.
-        stderr: 'ignore'
+        // Piped: what a server says on stderr while it starts tells why it failed to (SetupOutput).
+        stderr: 'pipe'
       })
     }
     return new StreamableHTTPClientTransport(new URL(def.url), {
       fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight),
       ...(def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
     })
+  }
+}
+
+/** The most of a stdio server's start-up stderr kept for lastError. */
+const SETUP_STDERR_CHARS = 1000
+/** How long a server that failed to start may take to finish writing its stderr. */
+const SETUP_STDERR_SETTLE_MS = 200
+
+/**
+ * The tail of what a stdio server writes on stderr until it is ready: why it
+ * could not start ("cannot open /nope", a missing module). After that its
+ * output may hold anything, arguments included, and is read and dropped.
+ */
+class SetupOutput {
+  #text = ''
+  #keeping = true
+  #ended: Promise<void> = Promise.resolve()
+
+  watch (stream: Stream | null): void {
+    if (stream === null) return
+    const readable = stream as unknown as NodeJS.ReadableStream
+    readable.setEncoding('utf8')
+    readable.on('data', (chunk: string) => {
+      if (this.#keeping) this.#text = (this.#text + chunk).slice(-SETUP_STDERR_CHARS)
+    })
+    this.#ended = new Promise((resolve) => { readable.once('end', resolve); readable.once('close', resolve) })
+  }
+
+  stop (): void {
+    this.#keeping = false
+    this.#text = ''
+  }
+
+  /** `; its stderr: "…"` once the stream ended (or a moment passed), or '' when it said nothing. */
+  async said (): Promise<string> {
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([this.#ended, new Promise<void>((resolve) => { timer = setTimeout(resolve, SETUP_STDERR_SETTLE_MS) })])
+    clearTimeout(timer)
+    const text = this.#text.trim()
+    this.stop()
+    return text === '' ? '' : `; its stderr: ${JSON.stringify(text)}`
   }
 }
 

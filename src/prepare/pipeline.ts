@@ -25,6 +25,9 @@ function rejected (call: RawCall, index: number, tool: Tool | null, reason: Reje
 
 /** Every stage but the external authorizer and the conflict key. */
 function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): RejectedCall | LocallyAuthorized {
+  if (call.kind !== undefined) {
+    return rejected(call, index, null, 'unsupported_call_type', `this is a ${call.kind} tool call, which toolgate does not run; call the tool as a function instead`, call.arguments)
+  }
   const resolved = resolveTool(call.name, lookup)
   if (!resolved.ok) return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
   const tool = resolved.value

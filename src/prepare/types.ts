@@ -10,12 +10,18 @@ export type RejectionReason =
   | 'unauthorized'
   /** The provider marked the model response as cut short or filtered (SPEC section 11). */
   | 'incomplete_response'
+  /** A provider call of a kind toolgate does not run (a Chat `custom` tool call): answered, never run. */
+  | 'unsupported_call_type'
 
 /** A call as the model wrote it. `arguments` is a JSON string or an object. */
 export interface RawCall {
   id: string
   name: string
   arguments?: unknown
+  /** Set by a provider format for a call of a kind toolgate does not run (`custom`): rejected `unsupported_call_type`. */
+  kind?: string
+  /** Set by a provider format when toolgate gave the call its id (it came without one): answered without an id. */
+  generatedId?: true
 }
 
 /** What the final authorization stage knows about the caller and the run. */

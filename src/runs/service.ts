@@ -23,7 +23,7 @@ export interface RunServiceOptions {
   loopDefaults?: LoopLimits
   /** A run this service found past its timeoutMs and terminated: counted and logged. */
   onTimedOut?: (runId: string) => void
-  /** A run cancelled while a batch of it waited for approvals: that batch is answered, every held and waiting call `cancelled` (src/approvals). */
+  /** A run cancelled (or found timed out) while a batch of it waited for approvals: that batch is answered, every held and waiting call `cancelled` (src/approvals). */
   onCancelledWaiting?: (runId: string) => Promise<void>
   /** Where a cancel the store could not publish is logged (the run's stored state still says it). */
   logger?: Pick<Logger, 'warn'>
@@ -49,6 +49,11 @@ export class RunService {
     this.#options.logger?.warn({ runId, err: { message: (err as Error).message } }, 'Store failed to publish a cancel; the batch in flight stops at its next lease renewal')
   }
 
+  /** A run this service found past its timeoutMs and terminated: counted, and its waiting batch cancelled at once. */
+  async #timedOut (run: RunRecord): Promise<void> {
+    this.#options.onTimedOut?.(run.runId)
+    if (run.waiting?.phase === 'awaiting') await this.#options.onCancelledWaiting?.(run.runId)
+  }
 
   view (run: RunRecord): RunView {
     return runView(run, this.#options.runTtlMs)
@@ -81,7 +86,7 @@ export class RunService {
     if (run.state !== 'active' || !deadlinePassed(run, this.#clock.now())) return run
     const result = await this.#options.store.updateRun(runId, (r) => ({ run: r, timedOut: applyDeadline(r, this.#clock.now()) }))
     if (!result.found) throw runNotFound(runId)
-    if (result.value.timedOut) this.#options.onTimedOut?.(runId)
+    if (result.value.timedOut) await this.#timedOut(result.value.run)
     return result.value.run
   }
 
@@ -115,7 +120,7 @@ export class RunService {
     const result = await this.#options.store.updateRun(runId, (run) => {
       ownedRun(run, tenant, runId)
       const timedOut = applyDeadline(run, this.#clock.now())
-      if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut }
+      if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut, run }
       run.repeat = resetRepeats()
       run.loops = resetLoopState(run.loops)
       // A batch resumed after this message is admitted from fresh streaks too.
@@ -126,7 +131,7 @@ export class RunService {
       return { kind: 'ok' as const, run, timedOut }
     })
     if (!result.found) throw runNotFound(runId)
-    if (result.value.timedOut) this.#options.onTimedOut?.(runId)
+    if (result.value.timedOut) await this.#timedOut(result.value.run)
     if (result.value.kind === 'not_active') {
       throw new ProblemError('run_not_active', `The run is not active (${result.value.reason ?? 'unknown'}).`, { terminationReason: result.value.reason })
     }

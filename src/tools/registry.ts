@@ -9,6 +9,7 @@ import { compileIgnoredArguments } from '../repeat/ignore.js'
 import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
 import { DEFAULT_MAX_VALIDATION_MS, addUniqueItems, boundedValidate } from './bounded-validate.js'
 import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, type SchemaLimits, schemaCostProblems } from './schema-cost.js'
+import { modelToolNames } from './model-names.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { Tool, ToolDefinition, ToolLookup } from './types.js'
 
@@ -70,6 +71,8 @@ export interface RegistryOptions {
 export class ToolRegistry implements ToolLookup {
   readonly #tools = new Map<string, Tool>()
   readonly #byAlias = new Map<string, Tool>()
+  /** Offered names of the tools whose own names the model APIs refuse, both ways; built when first read after a change. */
+  #modelNames: { byName: Map<string, string>, tools: Map<string, Tool> } | null = null
   /** Imported tools by name: the MCP server each came from. */
   readonly #owners = new Map<string, string>()
   readonly #opts: RegistryOptions
@@ -265,6 +268,7 @@ export class ToolRegistry implements ToolLookup {
   }
 
   #install (tool: Tool): { tool: Tool, created: boolean } {
+    this.#modelNames = null
     const previous = this.#tools.get(tool.name)
     if (previous !== undefined) for (const alias of previous.aliases) this.#byAlias.delete(alias)
     this.#tools.set(tool.name, tool)
@@ -299,6 +303,7 @@ export class ToolRegistry implements ToolLookup {
   delete (name: string): boolean {
     const tool = this.#tools.get(name)
     if (tool === undefined) return false
+    this.#modelNames = null
     this.#owners.delete(name)
     this.#tools.delete(name)
     for (const alias of tool.aliases) this.#byAlias.delete(alias)
@@ -310,7 +315,22 @@ export class ToolRegistry implements ToolLookup {
   }
 
   resolve (nameOrAlias: string): Tool | undefined {
-    return this.#tools.get(nameOrAlias) ?? this.#byAlias.get(nameOrAlias)
+    return this.#tools.get(nameOrAlias) ?? this.#byAlias.get(nameOrAlias) ?? this.#mapped().tools.get(nameOrAlias)
+  }
+
+  /** The name a tool is offered under in provider formats: its own, or a mapped one when the model APIs refuse its own (`model-names.ts`). */
+  modelName (name: string): string {
+    return this.#mapped().byName.get(name) ?? name
+  }
+
+  #mapped (): { byName: Map<string, string>, tools: Map<string, Tool> } {
+    if (this.#modelNames === null) {
+      const byName = modelToolNames(this.#tools.keys(), new Set([...this.#tools.keys(), ...this.#byAlias.keys()]))
+      const tools = new Map<string, Tool>()
+      for (const [name, offered] of byName) tools.set(offered, this.#tools.get(name)!)
+      this.#modelNames = { byName, tools }
+    }
+    return this.#modelNames
   }
 
   list (): Tool[] {

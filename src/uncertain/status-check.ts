@@ -33,8 +33,9 @@ export class StatusClient {
         method: 'GET',
         headers: { accept: 'application/json' },
         signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs
+        // The signal is the one deadline; undici's coarse timers could fire before it.
+        headersTimeout: 0,
+        bodyTimeout: 0
       })
       if (res.statusCode < 200 || res.statusCode >= 300) {
         await res.body.dump()

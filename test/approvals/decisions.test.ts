@@ -1,5 +1,6 @@
 import t from 'tap'
 import { get, post } from '../helper.js'
+import { type SseEvent, ssePost } from '../schedule/harness.js'
 import { approvalApp, batchOf, decide, newRun } from './helpers.js'
 
 const calls = [
@@ -158,4 +159,51 @@ t.test('an approver key decides, its name (never the key) is recorded; other ten
   t.match(all, /"msg":"approval decided"/)
   const metrics = await get(app, '/metrics')
   t.notMatch(metrics.body, /rent-secret-value/)
+})
+
+t.test('a run whose timeoutMs passes while its batch waits cancels the batch: every held call cancelled, gone from the inbox, its stream ended', async (t) => {
+  const { app, ex, clock } = await approvalApp(t)
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
+  const runId = await newRun(app, { limits: { timeoutMs: 10_000 } })
+  const res = await ssePost(`${base}/v1/runs/${runId}/batches`, { batchId: 'b1', calls })
+  for (;;) {
+    const { value } = await res.events.next()
+    if (value?.type === 'batch.awaiting_approval') break
+  }
+  await decide(app, runId, 'b1', [{ callId: 'a', approve: true }])
+  t.same((await get(app, '/v1/approvals')).body.approvals.map((a: any) => a.callId), ['b'])
+  clock.advance(10_000)
+  t.same((await get(app, '/v1/approvals')).body.approvals, [], 'out of the inbox as soon as the run timed out')
+  t.equal(await app.services.approvals.sweep(), 1, 'the sweep takes it up at once, not at the approvals\' expiry')
+  const rest: SseEvent[] = []
+  for await (const e of res.events) rest.push(e)
+  t.equal(rest.at(-1)!.type, 'batch.completed', 'the stream ended with the answer')
+  const view = await batchOf(app, runId, 'b1')
+  t.equal(view.body.state, 'completed')
+  t.same(view.body.results.map((r: any) => r.status), ['cancelled', 'cancelled', 'cancelled'])
+  t.equal(ex.calls.length, 0)
+  const run = await get(app, `/v1/runs/${runId}`)
+  t.same([run.body.state, run.body.terminationReason], ['terminated', 'timeout'])
+  const late = await decide(app, runId, 'b1', [{ callId: 'b', approve: true }])
+  t.same([late.status, late.body.code], [409, 'approval_not_pending'])
+})
+
+t.test('a timed-out run found by a request settles its waiting batch then and there; a decision after the deadline is refused', async (t) => {
+  for (const touch of ['get', 'decide'] as const) {
+    const { app, ex, clock } = await approvalApp(t)
+    const runId = await newRun(app, { limits: { timeoutMs: 10_000 } })
+    await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls })
+    clock.advance(10_000)
+    if (touch === 'get') {
+      t.equal((await get(app, `/v1/runs/${runId}`)).body.terminationReason, 'timeout')
+    } else {
+      const late = await decide(app, runId, 'b1', [{ callId: 'a', approve: true }, { callId: 'b', approve: true }])
+      t.same([late.status, late.body.code], [409, 'approval_not_pending'], 'refused')
+    }
+    const view = await batchOf(app, runId, 'b1')
+    t.equal(view.body.state, 'completed', `${touch}: answered without a sweep`)
+    t.same(view.body.results.map((r: any) => r.status), ['cancelled', 'cancelled', 'cancelled'], `${touch}: cancelled, never run`)
+    t.equal(ex.calls.length, 0)
+    t.equal(await app.services.approvals.sweep(), 0, 'nothing left for the sweep')
+  }
 })

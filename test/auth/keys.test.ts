@@ -187,11 +187,11 @@ t.test('a bad keys document is refused with every problem listed, each at its pl
     /^\/keys\/3: /,
     /^\/keys\/5: the same key as \/keys\/4$/,
     /^\/keys\/6\/sha256: /,
-    /^\/keys\/7\/key: /
+    /^\/keys\/7\/key: must not hold spaces or other white space: it is sent as `Authorization: Bearer <key>`/
   ]
   for (const re of expected) t.ok(problems.some((p) => re.test(p)), `lists ${re}`)
   t.equal(problems.length, expected.length, 'and nothing twice')
-  t.notMatch((err as Error).message, /q{20}|k{20}/, 'the message never repeats a key')
+  t.notMatch((err as Error).message, /q{20}|k{20}|somewhere/, 'the message never repeats a key')
 
   for (const bad of [null, [], 'keys', { keys: {} }, {}]) {
     t.throws(() => KeyRing.fromDocument(bad), KeysFileError, JSON.stringify(bad))

@@ -1,12 +1,12 @@
 import t from 'tap'
-import { ConfigError, SETTINGS, defaultConfig, loadConfig } from '../../src/config.js'
+import { ConfigError, SETTINGS, defaultConfig, loadConfig, unknownVariables } from '../../src/config.js'
 
 const MiB = 1024 * 1024
 
 t.test('with an empty environment every setting has the SPEC default', async (t) => {
   const config = loadConfig({})
   t.equal(config.port, 8080)
-  t.equal(config.host, '0.0.0.0')
+  t.equal(config.host, null, 'HOST unset: the process picks 127.0.0.1 open, 0.0.0.0 with keys')
   t.equal(config.logLevel, 'info')
   t.equal(config.maxConcurrentTools, 8)
   t.equal(config.runTtlSeconds, 3600)
@@ -161,4 +161,22 @@ t.test('the loop limits default to the SPEC values and are read from their varia
   })
   t.match(config, { cycleAdvisoryRepetitions: 2, cycleTerminationRepetitions: 0, consecutiveErrorAdvisory: 4, consecutiveErrorTermination: 20, noProgressAdvisory: 5, noProgressTermination: 15 })
   t.throws(() => loadConfig({ TOOLGATE_NO_PROGRESS_TERMINATION: '-1' }), /TOOLGATE_NO_PROGRESS_TERMINATION must be an integer/)
+})
+
+t.test('a TOOLGATE_ variable that is no setting is warned about, with the closest setting named', async (t) => {
+  const warnings = unknownVariables({
+    TOOLGATE_MAX_CONCURENT_TOOLS: '4',
+    TOOLGATE_API_KEY_FILE: 'keys.yaml',
+    TOOLGATE_FROBNICATE: '1',
+    TOOLGATE_TOOLS_FILE: 'tools.json',
+    TOOLGATE_URL: 'http://127.0.0.1:8080',
+    TOOLGATE_TEST_REDIS_URL: 'redis://127.0.0.1:6379',
+    PATH: '/usr/bin'
+  })
+  t.strictSame(warnings, [
+    'TOOLGATE_API_KEY_FILE is not a toolgate setting and is ignored (did you mean TOOLGATE_API_KEYS_FILE?)',
+    'TOOLGATE_FROBNICATE is not a toolgate setting and is ignored',
+    'TOOLGATE_MAX_CONCURENT_TOOLS is not a toolgate setting and is ignored (did you mean TOOLGATE_MAX_CONCURRENT_TOOLS?)'
+  ])
+  t.strictSame(unknownVariables(Object.fromEntries(Object.values(SETTINGS).map((s) => [s.env, 'x']))), [], 'every setting is known')
 })

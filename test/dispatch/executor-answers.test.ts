@@ -6,6 +6,7 @@ import { buildTestApp, post, startExecutor, tool, type ExecutorBehaviour } from 
 import type { BatchResponse, CallResult } from '../../src/batch/types.js'
 import { ExecutorClient } from '../../src/dispatch/client.js'
 import { FakeClock } from '../clock.js'
+import { createRequire } from 'node:module'
 import { waitFor } from '../schedule/harness.js'
 
 /** A port on 127.0.0.1 with nothing listening on it. */
@@ -32,6 +33,9 @@ interface Case {
   /** Known bugs: the status assertions of that kind are marked todo. */
   todo?: Partial<Record<'read' | 'write', string>>
 }
+
+/** undici's coarse timer clock, moved by hand through its own testing hook: its headers and body timers run on it. */
+const undiciTimers = createRequire(import.meta.url)('undici/lib/util/timers.js') as { tick: (ms: number) => void }
 
 /** TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES of the app under test. */
 const MAX_BYTES = 4096
@@ -360,4 +364,39 @@ t.test('a URL that does not parse is answered as unsent, never thrown', async (t
   const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES })
   t.teardown(() => client.close())
   t.strictSame(await client.post({ url: 'not a url', timeoutMs: 100, body: '{}' }), { kind: 'unsent', code: 'ERR_INVALID_URL' })
+})
+
+t.test('a tool answering within its timeout is never cut by a timer other than the tool\'s own', async (t) => {
+  let answer = (): void => {}
+  let seen = 0
+  const server = createHttpServer((req, res) => {
+    req.resume()
+    req.on('end', () => { seen++; answer = () => res.end('{"content":"done"}') })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.close() })
+  const { port } = server.address() as { port: number }
+  const clock = new FakeClock()
+  const client = new ExecutorClient({ maxResponseBytes: MAX_BYTES, clock })
+  t.teardown(() => client.close())
+  const url = `http://127.0.0.1:${port}/tools/x`
+  // The tool's clock stands at 90% of the timeout while undici's coarse clock
+  // (its headers and body timers) runs far past it: only toolgate's own
+  // deadline may decide, and it has not come.
+  const pending = client.post({ url, timeoutMs: 100, body: '{}' })
+  await waitFor(() => seen === 1, 'the request to reach the executor')
+  clock.advance(90)
+  undiciTimers.tick(10_000)
+  await new Promise((resolve) => setImmediate(resolve))
+  answer()
+  t.match(await pending, { kind: 'answered', status: 200 }, 'answered, not timed out')
+  const late = client.post({ url, timeoutMs: 100, body: '{}' })
+  await waitFor(() => seen === 2, 'the second request to reach the executor')
+  clock.advance(99)
+  let settled = false
+  void late.then(() => { settled = true })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(settled, false, 'not cut a millisecond before its timeout')
+  clock.advance(1)
+  t.match(await late, { kind: 'unknown', code: 'timeout' }, 'cut at its timeout')
 })

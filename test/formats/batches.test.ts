@@ -205,3 +205,53 @@ t.test('arguments and text in provider objects never reach the logs', async (t) 
   t.equal(seen(runId).length, 2)
   t.notOk(logs.some((line) => line.includes(canary)), 'no log line holds the canary')
 })
+
+t.test('a Gemini call whose own id reads like a generated one keeps it in messages', async (t) => {
+  const runId = await newRun()
+  const res = await post(app, batches(runId), { gemini: { role: 'model', parts: [{ functionCall: { name: 'look', args: { x: 1, y: 2 } } }, { functionCall: { id: 'gemini_1', name: 'poke', args: { x: 3 } } }] } })
+  t.equal(res.status, 200)
+  t.strictSame(res.body.messages[0].parts.map((p: any) => p.functionResponse.id ?? null), [null, 'gemini_1'], 'an id only where the call had one, and the one it had')
+})
+
+t.test('a call of a kind toolgate does not run gets exactly one answer in messages: rejected, unsupported_call_type', async (t) => {
+  const cases: Array<[string, unknown, unknown[]]> = [
+    ['openaiChat', { role: 'assistant', tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'grep', input: 'secret-input-77' } }, { id: 'c2', type: 'function', function: { name: 'look', arguments: '{"x":1,"y":2}' } }] },
+      [{ role: 'tool', tool_call_id: 'c1' }, { role: 'tool', tool_call_id: 'c2' }]],
+    ['openaiResponses', [{ type: 'custom_tool_call', call_id: 'c1', name: 'grep', input: 'secret-input-77' }, { type: 'function_call', call_id: 'c2', name: 'look', arguments: '{"x":1,"y":2}' }],
+      [{ type: 'custom_tool_call_output', call_id: 'c1' }, { type: 'function_call_output', call_id: 'c2' }]]
+  ]
+  for (const [format, body, messages] of cases) {
+    const runId = await newRun()
+    const res = await post(app, batches(runId), { [format]: body })
+    t.equal(res.status, 200, format)
+    t.strictSame(res.body.results.map((r: any) => [r.callId, r.status, r.details.reason ?? null]), [['c1', 'rejected', 'unsupported_call_type'], ['c2', 'ok', null]], `${format}: results`)
+    t.match(JSON.parse(res.body.results[0].content), { error: 'unsupported_call_type', message: /not run|does not run/ }, `${format}: the model reads why`)
+    t.match(res.body.messages, messages, `${format}: one answer per call, in order`)
+    t.equal(res.body.messages.length, 2, `${format}: exactly one each`)
+    t.strictSame(seen(runId), [['c2', 'look', { x: 1, y: 2 }]], `${format}: only the function call ran`)
+  }
+  t.notOk(logs.some((l) => l.includes('secret-input-77')), 'the custom input never reaches the logs')
+})
+
+t.test('a tool whose name the model APIs refuse is offered under a fitting, unique name, and a call under that name reaches it', async (t) => {
+  const dotted = await startExecutor(t)
+  dotted.on('fs.read', () => ({ content: 'read' }))
+  dotted.on('fs_read', () => ({ content: 'plain' }))
+  const { app } = await buildTestApp(t, { tools: [tool('fs.read', dotted.url, { readOnly: true }), tool('fs_read', dotted.url, { readOnly: true })] })
+  await post(app, '/v1/runs', { runId: 'names' })
+  for (const format of ['openaiChat', 'openaiResponses', 'anthropic', 'gemini']) {
+    const list = (await get(app, `/v1/runs/names/tools?format=${format}`)).body.tools
+    const names: string[] = format === 'gemini' ? list[0].functionDeclarations.map((d: any) => d.name) : list.map((d: any) => d.name ?? d.function.name)
+    t.equal(names.length, 2, format)
+    t.ok(names.every((n) => /^[A-Za-z0-9_-]{1,64}$/.test(n)), `${format}: every name fits`)
+    t.equal(new Set(names).size, 2, `${format}: unique`)
+    t.ok(names.includes('fs_read'), `${format}: a name that fits is kept`)
+  }
+  t.strictSame((await get(app, '/v1/runs/names/tools')).body.tools.map((d: any) => d.name).sort(), ['fs.read', 'fs_read'], 'without a format, the tools\' own names')
+  const chatList = (await get(app, '/v1/runs/names/tools?format=openaiChat')).body.tools
+  const mapped: string = chatList.map((d: any) => d.function.name).find((n: string) => n !== 'fs_read')
+  const res = await post(app, '/v1/runs/names/batches', { openaiChat: { role: 'assistant', tool_calls: [{ id: 'c1', type: 'function', function: { name: mapped, arguments: '{}' } }, { id: 'c2', type: 'function', function: { name: 'fs_read', arguments: '{}' } }] } })
+  t.equal(res.status, 200)
+  t.strictSame(res.body.results.map((r: any) => [r.name, r.status, r.details.tool ?? null, r.content]), [[mapped, 'ok', 'fs.read', 'read'], ['fs_read', 'ok', null, 'plain']], 'each reached its own tool')
+  t.strictSame(dotted.calls.map((c) => c.tool).sort(), ['fs.read', 'fs_read'])
+})

@@ -32,7 +32,7 @@ t.test('each format decodes the whole response and its short form into the same 
       calls: [{ id: 'toolu_a', name: 'look', arguments: { x: 1, y: 2 } }, { id: 'toolu_b', name: 'poke', arguments: { x: 3 } }], usage: USAGE
     }],
     ['gemini', gem, (gem.candidates as any)[0].content, {
-      calls: [{ id: 'gemini_0', name: 'look', arguments: { x: 1, y: 2 } }, { id: 'gemini_1', name: 'poke', arguments: { x: 3 } }], usage: USAGE
+      calls: [{ id: 'gemini_0', name: 'look', arguments: { x: 1, y: 2 }, generatedId: true }, { id: 'gemini_1', name: 'poke', arguments: { x: 3 }, generatedId: true }], usage: USAGE
     }]
   ]
   for (const [format, whole, short, expected] of cases) {
@@ -41,13 +41,16 @@ t.test('each format decodes the whole response and its short form into the same 
   }
 })
 
-t.test('a Gemini function call with its own id keeps it', async (t) => {
+t.test('a Gemini function call with its own id keeps it, one that looks generated included; only a call without one is marked generated', async (t) => {
   t.strictSame(decode('gemini', geminiResponse('STOP', true)).calls.map((c) => c.id), ['fc_a', 'fc_b'])
+  const own = decode('gemini', { role: 'model', parts: [{ functionCall: { id: 'gemini_0', name: 'look' } }, { functionCall: { name: 'poke' } }] }).calls
+  t.strictSame(own.map((c) => [c.id, c.generatedId ?? false]), [['gemini_0', false], ['gemini_1', true]])
 })
 
-t.test('only function calls count: other tool call kinds, text, reasoning and refusals are ignored', async (t) => {
-  const chat = { role: 'assistant', content: 'hi', tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'x', input: 'y' } }, { id: 'c2', type: 'function', function: { name: 'look', arguments: '{}' } }] }
-  t.strictSame(decode('openaiChat', chat).calls, [{ id: 'c2', name: 'look', arguments: '{}' }])
+t.test('tool calls of other kinds are decoded marked with their kind (answered, never run); text, reasoning, refusals and server tools are ignored', async (t) => {
+  const chat = { role: 'assistant', content: 'hi', tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'x', input: 'y' } }, { id: 'c2', type: 'function', function: { name: 'look', arguments: '{}' } }, { id: 'c3', type: 'later_kind' }] }
+  t.strictSame(decode('openaiChat', chat).calls, [{ id: 'c1', name: 'x', arguments: 'y', kind: 'custom' }, { id: 'c2', name: 'look', arguments: '{}' }, { id: 'c3', name: 'later_kind', arguments: undefined, kind: 'later_kind' }])
+  t.strictSame(decode('openaiResponses', [{ type: 'custom_tool_call', call_id: 'r1', name: 'x', input: 'y' }, { type: 'web_search_call', id: 'ws1' }]).calls, [{ id: 'r1', name: 'x', arguments: 'y', kind: 'custom' }])
   t.strictSame(decode('openaiResponses', [{ type: 'message', content: [{ type: 'refusal', refusal: 'no' }] }]).calls, [])
   t.strictSame(decode('anthropic', { role: 'assistant', content: [{ type: 'thinking', thinking: '…' }, { type: 'server_tool_use', id: 's1', name: 'web_search', input: {} }] }).calls, [])
   t.strictSame(decode('anthropic', { role: 'assistant', content: 'plain text' }).calls, [])

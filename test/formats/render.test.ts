@@ -41,13 +41,14 @@ t.test('anthropic: one user message of tool_result blocks, is_error only when tr
 
 t.test('gemini: one user Content of functionResponse parts, the content parsed when it is JSON, error for isError, id only when the call had one', async (t) => {
   const gem = [ok('gemini_0', 'look', '{"tile":"grass"}'), failed('fc_9', 'fly', '{"error":"unknown_tool"}'), ok('gemini_2', 'say', 'plain text'), ok('gemini_0', 'look', '42')]
-  t.strictSame(renderMessages('gemini', gem, policy), [{
+  const calls = [{ id: 'gemini_0', name: 'look', generatedId: true as const }, { id: 'fc_9', name: 'fly' }, { id: 'gemini_2', name: 'say', generatedId: true as const }, { id: 'gemini_0', name: 'look' }]
+  t.strictSame(renderMessages('gemini', gem, policy, calls), [{
     role: 'user',
     parts: [
       { functionResponse: { name: 'look', response: { output: { tile: 'grass' } } } },
       { functionResponse: { id: 'fc_9', name: 'fly', response: { error: { error: 'unknown_tool' } } } },
       { functionResponse: { name: 'say', response: { output: 'plain text' } } },
-      // Not its position's id: the model sent it, so it is echoed.
+      // The model sent it (though it reads like a generated one), so it is echoed.
       { functionResponse: { id: 'gemini_0', name: 'look', response: { output: 42 } } },
       { text: 'You called look 3 times in a row.' }
     ]

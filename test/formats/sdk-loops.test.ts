@@ -122,3 +122,39 @@ t.test('Gemini: the SDK loop runs to its answer with function responses valid fo
   t.equal(model.requests[2].contents[3].parts[3].thoughtSignature, 'c2ln', 'the model turn went back as it came')
   t.strictSame(executorSaw(ex), EXPECTED_EXECUTOR)
 })
+
+t.test('a turn held for approval: the loop waits for the decision and resumes with the completed answer\'s messages', async (t) => {
+  const completion = (message: object, finish: string): object => ({
+    id: 'chatcmpl-a', object: 'chat.completion', created: 1764000000, model: 'gpt-test', choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: null, ...message }, logprobs: null, finish_reason: finish }], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 }
+  })
+  const fn = (id: string, name: string, args: string): object => ({ id, type: 'function', function: { name, arguments: args } })
+  const script = [
+    completion({ tool_calls: [fn('call_1', 'look', '{"x":1,"y":2}'), fn('call_2', 'paint', JSON.stringify(PAINT))] }, 'tool_calls'),
+    completion({ content: 'Done.' }, 'stop')
+  ]
+  const model = await startModelServer(t, checkChat, script, new Set())
+  const ex = await startExecutor(t)
+  ex.on('look', (call) => ({ content: { tile: 'grass', at: [call.arguments.x, call.arguments.y] } }))
+  ex.on('paint', (call) => ({ content: { painted: call.arguments.color } }))
+  const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('paint', ex.url, { requiresApproval: true })] })
+  const url = await app.listen({ port: 0, host: '127.0.0.1' })
+  const waited: unknown[] = []
+  const toolgate = new Toolgate(url, {
+    pollMs: 5,
+    onWaiting: async (w) => {
+      waited.push(w.approvals?.map((a) => [a.callId, a.tool, a.arguments]))
+      t.equal(ex.calls.length, 0, 'nothing ran while the turn waited, not even the read')
+      const res = await fetch(`${url}/v1/runs/${w.runId}/batches/${w.batchId}/approvals`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ decisions: [{ callId: 'call_2', approve: true, arguments: { ...PAINT, color: 'blue' } }] })
+      })
+      t.equal(res.status, 200)
+    }
+  })
+  const answer = await chatLoop(toolgate, new OpenAI({ apiKey: 'test', baseURL: `${model.origin}/v1`, maxRetries: 0 }), 'gpt-test', 'Paint 2,3 red.')
+  t.equal(answer, 'Done.')
+  t.strictSame(waited, [[['call_2', 'paint', PAINT]]], 'told once, with the held call')
+  t.strictSame(model.violations, [])
+  t.strictSame(model.requests[1].messages.map((m: any) => m.role), ['user', 'assistant', 'tool', 'tool'], 'both tool results reached the model')
+  t.strictSame(executorSaw(ex), [['look', { x: 1, y: 2 }], ['paint', { ...PAINT, color: 'blue' }]], 'the approved edit ran')
+})

@@ -8,12 +8,12 @@ const ADMIN_KEY = 'admin-key-0123456789abcdef'
 const keysDoc = { keys: [{ key: ADMIN_KEY, name: 'ops-laptop', tenant: 'ops', roles: ['admin', 'operator'] }] }
 const auth = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }
 
-t.test('PUT and DELETE of a tool and of an MCP server each write one admin change line with tenant, key name, action and target', async (t) => {
+t.test('PUT and DELETE of a tool and of an MCP server each write one admin change line with tenant, key name, action and target; a read writes none', async (t) => {
   const ex = await startExecutor(t)
   const faults = await startFaultServer()
   t.teardown(() => faults.close())
   const { app, logs } = await buildTestApp(t, { keysDoc })
-  const send = async (method: 'PUT' | 'DELETE' | 'POST', url: string, payload?: object): Promise<number> =>
+  const send = async (method: 'PUT' | 'DELETE' | 'POST' | 'GET', url: string, payload?: object): Promise<number> =>
     (await app.inject({ method, url, headers: payload === undefined ? { authorization: auth.authorization } : auth, ...(payload === undefined ? {} : { payload }) })).statusCode
   t.equal(await send('PUT', '/v1/tools/paint', tool('paint', ex.url)), 201)
   t.equal(await send('PUT', '/v1/tools/paint', tool('paint', ex.url)), 200)
@@ -22,6 +22,8 @@ t.test('PUT and DELETE of a tool and of an MCP server each write one admin chang
   t.equal(await send('PUT', '/v1/mcp-servers/search', { transport: 'streamableHttp', url: faults.url, headers: { 'x-api-key': 'mcp-secret-zz55' }, include: ['echo'] }), 201)
   const m = await scrape(app)
   t.ok(m.has('toolgate_tool_calls_total', { tool: 'search_echo', status: 'ok' }), 'an imported MCP tool is exported at 0 too')
+  t.equal(await send('GET', '/v1/mcp-servers/search'), 200)
+  t.equal(await send('GET', '/v1/mcp-servers'), 200)
   t.equal(await send('POST', '/v1/mcp-servers/search/refresh'), 200)
   t.equal(await send('DELETE', '/v1/mcp-servers/search'), 204)
 

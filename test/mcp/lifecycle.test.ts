@@ -125,3 +125,16 @@ t.test('an override wins over the annotations, and the tools of one server may b
   const res = await runBatch(app, [{ id: 'a', name: 'f_structured', arguments: { text: 'z' } }])
   t.equal(res.body.results[0].content, '{"status":"committed"}')
 })
+
+t.test('a stdio server that fails to start is down with what it said on stderr as its lastError', async (t) => {
+  const { app } = await buildTestApp(t, { mcpReconnect: { initialMs: 60_000, maxMs: 60_000 } })
+  await app.services.mcp.startAll([{
+    name: 'broken',
+    transport: 'stdio',
+    command: process.execPath,
+    args: ['-e', 'process.stderr.write("Error accessing directory /nope: ENOENT\\n"); process.exit(1)']
+  }])
+  const view = (await get(app, '/v1/mcp-servers/broken')).body
+  t.equal(view.state, 'down')
+  t.match(view.lastError, /^connecting failed: .*; its stderr: "Error accessing directory \/nope: ENOENT"$/)
+})

@@ -48,3 +48,36 @@ t.test('the process exits 2 and says why when started open with a tools file on 
   t.equal(refused.code, 2)
   t.match(refused.stderr, /Cannot start: .*TOOLGATE_API_KEYS_FILE/)
 })
+
+t.test('with HOST unset, a tools file without a keys file starts open on 127.0.0.1 and says how to serve others; a misspelt setting is warned about', async (t) => {
+  const build = await buildService(t)
+  const dir = await mkdtemp(join(tmpdir(), 'toolgate-open-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const toolsFile = join(dir, 'tools.json')
+  await writeFile(toolsFile, JSON.stringify({ tools: [] }))
+  const child = spawn(process.execPath, [build.server], {
+    cwd: build.dir,
+    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', TOOLGATE_TOOLS_FILE: toolsFile, TOOLGATE_MAX_CONCURENT_TOOLS: '4' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  t.teardown(() => { child.kill('SIGKILL') })
+  const lines: any[] = []
+  let buffered = ''
+  const ready = await new Promise<any>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`exited ${String(code)}`)))
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk
+      for (let i = buffered.indexOf('\n'); i >= 0; i = buffered.indexOf('\n')) {
+        const line = JSON.parse(buffered.slice(0, i))
+        buffered = buffered.slice(i + 1)
+        lines.push(line)
+        if (line.msg === 'toolgate ready') resolve(line)
+      }
+    })
+  })
+  t.match(ready.address, /^http:\/\/127\.0\.0\.1:\d+$/, 'listens on loopback only')
+  t.ok(lines.some((l) => l.level === 40 && /OPEN.*127\.0\.0\.1 only.*HOST=0\.0\.0\.0/.test(l.msg)), 'the warning says how to serve other machines')
+  t.ok(lines.some((l) => l.level === 40 && /TOOLGATE_MAX_CONCURENT_TOOLS .*did you mean TOOLGATE_MAX_CONCURRENT_TOOLS/.test(l.problem)), 'the misspelt setting is named')
+  const res = await fetch(`${ready.address as string}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  t.equal(res.status, 201, 'open: no key needed')
+})

@@ -113,7 +113,7 @@ function respond (state: BatchState, rt: BatchRuntime, closing: Closing): string
     continue: closing.state === 'active' && !state.closed,
     run: closing.terminationReason === null ? { state: closing.state } : { state: closing.state, terminationReason: closing.terminationReason }
   }
-  if (state.format !== undefined) response.messages = renderMessages(state.format, state.results, state.policyMessages)
+  if (state.format !== undefined) response.messages = renderMessages(state.format, state.results, state.policyMessages, state.calls)
   return JSON.stringify(response)
 }
 

@@ -63,7 +63,8 @@ async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
     now: deps.clock.now(),
     ttlMs: settings.ttlMs,
     outcomes,
-    events: [...rt.recorder.events]
+    events: [...rt.recorder.events],
+    calls: state.calls
   })
   const announced = announceHeld(waiting)
   const stored = await deps.store.updateRun(state.runId, (r) => holdRun(r, waiting, deps.replicaId, settings.graceMs))
