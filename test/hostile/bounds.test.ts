@@ -10,13 +10,12 @@
  * The cases of MCP servers (tool caps, refresh rates, answer sizes) are in
  * test/mcp.
  */
-import { connect } from 'node:net'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { startExecutor, tool } from '../helper.js'
+import { stalledClient, startExecutor, tool } from '../helper.js'
 import { buildToolgate, startReplica, type Replica } from '../replicas/processes.js'
 import { REDOS_CASES } from './redos-cases.js'
 import { branchingRefs, manyProperties } from '../tools/costly-schemas.js'
@@ -68,21 +67,6 @@ async function loopDelay (svc: Replica): Promise<Figures> {
   if (line === undefined) throw new Error('the stall probe did not answer')
   const probe = JSON.parse(line.slice('stall-probe '.length)) as { maxBusyMs: number }
   return { maxMs: read('nodejs_eventloop_lag_max_seconds'), p99Ms: read('nodejs_eventloop_lag_p99_seconds'), busyMs: probe.maxBusyMs }
-}
-
-/** Opens a connection that sends `opening` (or nothing) and never the rest; answers what came back once the service closed it. */
-function stalledClient (svc: Replica, opening: string): Promise<string> {
-  const { port } = new URL(svc.url)
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1')
-    let text = ''
-    socket.setEncoding('utf8')
-    socket.on('data', (chunk: string) => { text += chunk })
-    socket.on('close', () => resolve(text))
-    socket.on('error', reject)
-    if (opening !== '') socket.write(opening)
-    setTimeout(() => { socket.destroy(); reject(new Error('the service never closed a stalled client')) }, 15_000).unref()
-  })
 }
 
 t.test('no case of the hostile suite makes the service answer 5xx, exit, stall its loop 100 ms or leak across tenants', async (t) => {
@@ -242,9 +226,10 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
   })
 
   await measured('clients that send nothing, or never finish their headers, are answered 408 and closed', async (t) => {
+    const port = Number(new URL(svc.url).port)
     const clients = [
-      ...Array.from({ length: 30 }, () => stalledClient(svc, '')),
-      ...Array.from({ length: 30 }, () => stalledClient(svc, 'POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: app'))
+      ...Array.from({ length: 30 }, () => stalledClient(port, '', 15_000)),
+      ...Array.from({ length: 30 }, () => stalledClient(port, 'POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: app', 15_000))
     ]
     const answers = await Promise.all(clients)
     t.equal(answers.filter((a) => a.startsWith('HTTP/1.1 408')).length, 60)
