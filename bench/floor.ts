@@ -23,11 +23,11 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { BatchBody } from '../schemas/batch.js'
 import { KeyRing, type Principal } from '../src/auth/keys.js'
-import { contentOf } from '../src/batch/content.js'
+import { contentOf } from '../src/model/content.js'
 import { identifyCalls } from '../src/batch/identify-calls.js'
 import { ExecutorClient } from '../src/dispatch/client.js'
 import { executorBodyPrefix } from '../src/dispatch/executor-body.js'
-import { IsoTime } from '../src/events/iso-time.js'
+import { IsoTime } from '../src/iso-time.js'
 import { jsonString } from '../src/json-text.js'
 import { createLogger } from '../src/logger.js'
 import { operationId } from '../src/receipts/operation-id.js'
@@ -40,7 +40,7 @@ import { benchTools } from './workloads.js'
 interface FloorRun { runId: string, tenant: string, createdAt: number, turns: number, batches: Map<string, { hash: string, answer: Buffer }> }
 interface FloorCall { id: string, name: string, arguments?: unknown }
 
-/** ISO times as toolgate writes them (src/events/iso-time.ts). */
+/** ISO times as toolgate writes them (src/iso-time.ts). */
 const DEADLINES = new IsoTime()
 const START_TIMES = new IsoTime()
 

@@ -7,7 +7,7 @@
  * The epoch and key rules are written here again from SPEC section 5 rather
  * than imported, so the bench checks toolgate instead of agreeing with it.
  */
-import type { ToolDefinition } from '../src/tools/types.js'
+import type { ToolDefinition } from '../src/model/tool.js'
 
 /** Seeded PRNG (mulberry32): the same batches every round and every run. */
 export function rng (seed: number): () => number {

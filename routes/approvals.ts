@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { Decider } from '../src/approvals/types.js'
+import type { Decider } from '../src/model/waiting.js'
 import { principalOf } from '../src/http/auth.js'
 import type { Services } from '../src/services.js'
 import { ApprovalInbox, DecisionsBody } from '../schemas/approval.js'

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { BatchEvent } from '../src/batch/types.js'
+import type { BatchEvent } from '../src/model/result.js'
 import { ProblemError, problemBody } from '../src/errors.js'
 import { decodeBatchBody } from '../src/formats/index.js'
 import { principalOf } from '../src/http/auth.js'

@@ -1,5 +1,5 @@
-import type { RunState, TerminationReason } from '../src/runs/types.js'
-import type { BatchEvent } from '../src/batch/types.js'
+import type { RunState, TerminationReason } from '../src/model/run.js'
+import type { BatchEvent } from '../src/model/result.js'
 
 /**
  * The enums the API documents, listed once at run time. Each list is held

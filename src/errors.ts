@@ -32,6 +32,39 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS
 
+/**
+ * The codes a call's result gives the model, beside the HTTP codes above:
+ * the `error` of its content (an action receipt's `result.error`), and a
+ * rejection's `details.reason`. As stable as the HTTP codes: never rename
+ * or reuse one. docs/errors.md, "Codes the model reads", says when each is
+ * given.
+ */
+export const CALL_ERRORS = {
+  unknown_tool: 'No tool of that name or alias',
+  tool_not_allowed: "The run's tool list leaves the tool out",
+  invalid_arguments: "The arguments do not parse, are too large or too deep, or do not match the tool's schema",
+  conflict_key_unresolved: "A pointer of the tool's conflict-key template reaches nothing in the arguments",
+  policy_denied: 'The host policy or the authorization service refused the call',
+  unauthorized: 'The key lacks a scope the tool requires, or the authorization service refused',
+  incomplete_response: "The provider marked the model's response as cut short or filtered",
+  unsupported_call_type: 'A provider call of a kind toolgate does not run',
+  executor_unavailable: 'The tool could not be reached; the call was not sent',
+  executor_rejected: 'The tool refused the call',
+  executor_redirect: 'The tool answered with a redirect, which is not followed',
+  executor_failed: 'A read got no readable answer; it had no effect',
+  outcome_unknown: 'A write may have reached the tool; no definitive answer came back',
+  store_unavailable: "An action's receipt could not be journalled; the action was not sent",
+  projection_failed: "An action's receipt projection failed",
+  internal_error: 'The call failed inside toolgate',
+  terminated: 'Not run: the run ended',
+  cancelled: 'Not run: the batch was cancelled or closed first',
+  blocked: 'Not run: an earlier write of the batch has an unknown outcome',
+  unresolved_uncertain_write: 'Not run: the same write, sent before, has an unknown outcome',
+  denied: 'Not run: a person declined the call, or no one decided in time'
+} as const satisfies Record<string, string>
+
+export type CallErrorCode = keyof typeof CALL_ERRORS
+
 /** An error answered to the client as an RFC 9457 problem with a stable `code`. */
 export class ProblemError extends Error {
   readonly code: ErrorCode

@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino'
-import { IsoTime } from './events/iso-time.js'
+import { IsoTime } from './iso-time.js'
 
 /**
  * Keys whose values never reach a log line, at any depth up to

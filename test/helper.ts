@@ -10,7 +10,7 @@ import { buildApp, type AppOptions } from '../src/app.js'
 import { KeyRing } from '../src/auth/keys.js'
 import { type Config, defaultConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
-import type { ToolDefinition } from '../src/tools/types.js'
+import type { ToolDefinition } from '../src/model/tool.js'
 
 type Tap = { teardown: (fn: () => unknown) => void }
 

@@ -1,7 +1,7 @@
 import { access, readFile, readdir } from 'node:fs/promises'
 import t from 'tap'
 import { SETTINGS } from '../src/config.js'
-import { ERRORS } from '../src/errors.js'
+import { CALL_ERRORS, ERRORS } from '../src/errors.js'
 import { SEED_VARIABLE } from './seed.js'
 
 const root = new URL('../', import.meta.url)
@@ -27,6 +27,15 @@ t.test('the errors page documents every error code with its status', async (t) =
   for (const [code, { status }] of Object.entries(ERRORS)) {
     t.ok(page.includes(`| \`${code}\` | ${status} |`), `${code} (${status})`)
   }
+})
+
+t.test('the errors page documents every code a call result gives the model, and no other', async (t) => {
+  const page = await read('docs/errors.md')
+  const section = page.slice(page.indexOf('## Codes the model reads'))
+  t.ok(section.length < page.length, 'the page has the section')
+  for (const code of Object.keys(CALL_ERRORS)) t.ok(section.includes(`| \`${code}\` |`), code)
+  const rows = [...section.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1])
+  t.same(rows.filter((c) => !(c! in CALL_ERRORS)), [], 'every code the section lists is in the catalogue')
 })
 
 t.test('the README gives the two commands a newcomer runs', async (t) => {

@@ -51,10 +51,12 @@ async function show () {
   view.replaceChildren()
   if (!signedIn) return
   const path = location.hash.replace(/^#/, '') || '/'
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent)
+  const parts = path.split('/').filter(Boolean).map(decodePart)
   view.setAttribute('aria-busy', 'true')
   try {
-    if (parts.length === 0) await runsView()
+    // A malformed % escape (a hand-edited or cut link) names no page; it must not blank this one.
+    if (parts.includes(null)) view.append(h('p', { class: 'error', role: 'alert' }, 'No such page.'))
+    else if (parts.length === 0) await runsView()
     else if (parts[0] === 'approvals') await inbox(view)
     else if (parts[0] === 'runs' && parts.length === 2) await runView(parts[1])
     else if (parts[0] === 'runs' && parts[2] === 'batches' && parts.length === 4) await batchView(parts[1], parts[3])
@@ -67,6 +69,15 @@ async function show () {
     view.append(h('p', { class: 'error', role: 'alert', 'data-code': err.code ?? '' }, err.message))
   } finally {
     view.removeAttribute('aria-busy')
+  }
+}
+
+/** A part of the location hash, decoded, or null when its % escapes are malformed. */
+function decodePart (part) {
+  try {
+    return decodeURIComponent(part)
+  } catch {
+    return null
   }
 }
 

@@ -3,11 +3,12 @@
  * the batch request's 202, a resend's, the batch resource's. The hold
  * itself is a phase of the batch (src/batch/phases/hold.ts).
  */
-import { rejectedResult } from '../batch/results.js'
-import type { BatchEvent, CallResult } from '../batch/types.js'
-import type { RunRecord } from '../runs/types.js'
-import type { Tool } from '../tools/types.js'
-import type { PendingApproval, WaitingBatch } from './types.js'
+import { type BatchEvent, type CallResult } from '../model/result.js'
+import { rejectedResult } from '../model/results.js'
+import type { RunRecord } from '../model/run.js'
+import type { Tool } from '../model/tool.js'
+import type { PendingApproval } from './types.js'
+import type { WaitingBatch } from '../model/waiting.js'
 import { pendingApprovals } from './waiting.js'
 
 /** The answer to a batch while it waits: section 4's answer with `state`, the rejections and the pending approvals. */

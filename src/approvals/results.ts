@@ -1,6 +1,6 @@
-import type { CallResult } from '../batch/types.js'
-import type { RunStats } from '../runs/types.js'
-import type { Decision } from './types.js'
+import type { CallResult } from '../model/result.js'
+import type { RunStats } from '../model/run.js'
+import type { Decision } from '../model/waiting.js'
 
 /** How a decision shows in its call's `details.approval`: who (tenant and name, never a key), when, what. */
 function approvalDetails (d: Decision): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { BatchEvent } from '../batch/types.js'
+import type { BatchEvent } from '../model/result.js'
 import type { Store } from '../store/types.js'
 
 /** What a stream waiting for a batch hears. */

@@ -4,10 +4,11 @@
  * the calls restored from it when the batch is taken up. No I/O here.
  */
 import { ProblemError } from '../errors.js'
-import type { BatchEvent } from '../batch/types.js'
-import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall } from '../prepare/types.js'
-import type { ToolLookup } from '../tools/types.js'
-import type { Decider, Decision, DecisionInput, PendingApproval, StoredOutcome, WaitingBatch } from './types.js'
+import type { BatchEvent } from '../model/result.js'
+import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall } from '../model/call.js'
+import type { ToolLookup } from '../model/tool.js'
+import { type Decider, type Decision, type StoredOutcome, type WaitingBatch, isPending } from '../model/waiting.js'
+import type { DecisionInput, PendingApproval } from './types.js'
 
 /** Source positions of the prepared (not rejected) calls whose tool requires approval. */
 export function heldIndexes (outcomes: readonly PreparationOutcome[]): number[] {
@@ -61,15 +62,6 @@ export function storeOutcome (o: PreparationOutcome): StoredOutcome {
   // Arguments are copied: preparation may have filled them in place, and the record must not share them with the request.
   if (o.ok) return { ok: true, tool: o.tool.name, arguments: structuredClone(o.arguments), held: o.tool.requiresApproval, conflictKey: o.conflictKey }
   return { ok: false, tool: o.tool?.name ?? null, reason: o.reason, message: o.message, arguments: structuredClone(o.arguments) }
-}
-
-/** A held call no one has decided yet. */
-export function isPending (o: StoredOutcome): boolean {
-  return o.ok && o.held && o.decision === undefined
-}
-
-export function hasPending (w: WaitingBatch): boolean {
-  return w.outcomes.some(isPending)
 }
 
 /** Every call of the batch still waiting for a decision, as the API shows it. */

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { sha256 } from '../repeat/sha256.js'
+import { sha256 } from '../model/sha256.js'
 import { readStructuredFile } from '../tools/load.js'
 
 export type Role = 'orchestrator' | 'admin' | 'operator' | 'approver'

@@ -1,6 +1,6 @@
 import type { CycleHit } from '../repeat/cycle.js'
 import { trackRepeats } from '../repeat/tracker.js'
-import type { RepeatState, RunLimits, TerminationReason } from '../runs/types.js'
+import type { RepeatState, RunLimits, TerminationReason } from '../model/run.js'
 
 /** What admission needs of a prepared (or rejected) call. */
 export interface AdmissionCall {

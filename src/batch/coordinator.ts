@@ -9,17 +9,16 @@
  * so a batch prepared and admitted in its start waits on nothing until it runs.
  */
 import { performance } from 'node:perf_hooks'
-import type { WaitingBatch } from '../approvals/types.js'
+import type { WaitingBatch } from '../model/waiting.js'
 import { restoreOutcomes } from '../approvals/waiting.js'
 import type { TimerHandle } from '../clock.js'
 import { EventRecorder } from '../events/recorder.js'
-import { canonicalText } from '../repeat/fingerprint.js'
+import { canonicalText } from '../model/json.js'
 import { terminateByTimeout } from '../runs/deadline.js'
 import { type LeaseKeeper, releaseAfterFailure } from '../runs/lease.js'
-import type { RunRecord } from '../runs/types.js'
+import type { RunRecord } from '../model/run.js'
 import { StopSwitch } from '../schedule/types.js'
-import type { BatchInfo } from '../telemetry/types.js'
-import { ObserverList } from '../telemetry/types.js'
+import { type BatchInfo, ObserverList } from '../telemetry/types.js'
 import type { BatchAnswer, EngineDeps } from './engine-types.js'
 import { admit } from './phases/admit.js'
 import { answer } from './phases/answer.js'
@@ -28,7 +27,7 @@ import { hold } from './phases/hold.js'
 import { prepare, preparedAgain } from './phases/prepare.js'
 import type { BatchRuntime } from './runtime.js'
 import { type BatchState, newBatchState } from './state.js'
-import type { BatchEvent } from './types.js'
+import type { BatchEvent } from '../model/result.js'
 
 /** The longest delay a Node timer honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
-import type { PreparedCall } from '../prepare/types.js'
+import type { PreparedCall } from '../model/call.js'
 import { type ReceiptCall, answeredReceipt, dispatchTiming, pendingReceipt, replayedReceipt } from '../receipts/lifecycle.js'
 import { projectReceipt } from '../receipts/projection.js'
-import type { Receipt } from '../receipts/types.js'
+import type { Receipt } from '../model/receipt.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import type { Store } from '../store/types.js'
 import { type DispatchContext, type PlainOutcome, sendToExecutor } from './dispatch-call.js'
 import { actionCallStatus, interpretActionAnswer } from './interpret.js'
-import { errorContent } from './content.js'
+import { errorContent } from '../model/content.js'
 
 /** An action call's settled result: a plain outcome, or a projection that failed. */
 export interface ActionOutcome {

@@ -1,5 +1,5 @@
 import { type DispatchContext as ExecutorContext, type ExecutorAnswer, executorOf } from '../dispatch/executor.js'
-import type { PreparedCall } from '../prepare/types.js'
+import type { PreparedCall } from '../model/call.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import { type PlainOutcome, interpretAnswer } from './interpret.js'
 
@@ -8,7 +8,7 @@ export interface DispatchContext extends ExecutorContext {
   /** Told every answer as it comes, before it is given its meaning (telemetry reads why an exchange failed). */
   onAnswer?: (call: PreparedCall, answer: ExecutorAnswer) => void
 }
-export { type PlainOutcome, interpretAnswer, isObject } from './interpret.js'
+export { type PlainOutcome, interpretAnswer } from './interpret.js'
 
 /**
  * Sends one call to its executor, whichever kind it is. Never rejects.

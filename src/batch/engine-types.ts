@@ -8,13 +8,13 @@ import type { Clock } from '../clock.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { LineFields } from '../logger.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
-import type { RawCall } from '../prepare/types.js'
-import type { RunStats } from '../runs/types.js'
+import type { RawCall } from '../model/call.js'
+import type { RunStats } from '../model/run.js'
 import type { Store } from '../store/types.js'
 import type { Telemetry } from '../telemetry/types.js'
-import type { ToolLookup } from '../tools/types.js'
+import type { ToolLookup } from '../model/tool.js'
 import type { UncertainWrites } from '../uncertain/service.js'
-import type { BatchEvent } from './types.js'
+import type { BatchEvent } from '../model/result.js'
 
 /** What the engine is built with, and hands every phase. */
 export interface EngineDeps {

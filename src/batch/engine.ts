@@ -1,11 +1,11 @@
 import { awaitingResponse } from '../approvals/hold.js'
-import type { WaitingBatch } from '../approvals/types.js'
+import type { WaitingBatch } from '../model/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
 import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
 import { LeaseKeeper, leased, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
-import type { RunRecord, TerminationReason } from '../runs/types.js'
+import type { RunRecord, TerminationReason } from '../model/run.js'
 import type { BatchIdEntry } from '../store/types.js'
 import { loadWaiting, runBatch } from './coordinator.js'
 import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
@@ -14,7 +14,7 @@ import { admitInto } from './phases/admit.js'
 import { mayHold } from './phases/hold.js'
 import { preparableFirst, prepareCalls, sameTools } from './phases/prepare.js'
 import { type Admitted, newBatchState } from './state.js'
-import type { BatchEvent } from './types.js'
+import type { BatchEvent } from '../model/result.js'
 
 /** What the step that starts a batch found: it started (the lease taken), or why not. */
 type Start =

@@ -1,6 +1,6 @@
-import { type CanonicalText, canonicalJson, canonicalText } from '../repeat/fingerprint.js'
-import { sha256 } from '../repeat/sha256.js'
-import type { RawCall } from '../prepare/types.js'
+import { type CanonicalText, canonicalJson, canonicalText } from '../model/json.js'
+import { sha256 } from '../model/sha256.js'
+import type { RawCall } from '../model/call.js'
 
 /** A batch's calls as identified on arrival. */
 export interface IdentifiedCalls {

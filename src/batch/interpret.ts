@@ -1,7 +1,9 @@
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
-import type { ReceiptStatus } from '../receipts/types.js'
-import type { CallDetails } from './types.js'
-import { UNCERTAIN_MESSAGE, contentOf, errorContent } from './content.js'
+import type { CallErrorCode } from '../errors.js'
+import type { ReceiptStatus } from '../model/receipt.js'
+import type { CallDetails } from '../model/result.js'
+import { UNCERTAIN_MESSAGE, contentOf, errorContent } from '../model/content.js'
+import { isObject } from '../model/json.js'
 
 /**
  * The one place where an executor's answer, of any kind, gets its meaning:
@@ -86,7 +88,7 @@ function unknownOutcome (cause: string, httpStatus: number | undefined, readOnly
   return { status: 'uncertain', content: errorContent('outcome_unknown', UNCERTAIN_MESSAGE), isError: true, details }
 }
 
-function failed (error: string, message: string, details: CallDetails): PlainOutcome {
+function failed (error: CallErrorCode, message: string, details: CallDetails): PlainOutcome {
   return { status: 'error', content: errorContent(error, message), isError: true, details }
 }
 
@@ -97,9 +99,6 @@ function answeredDetails (httpStatus: number, body: unknown): CallDetails {
   return details
 }
 
-export function isObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** An action dispatch's answer, as its receipt records it; `end` is the timeline event that closes the dispatch. */
 export interface ActionAnswer { status: ReceiptStatus, result: Record<string, unknown> | null, stateRevision: string | number | null, end: string }

@@ -1,15 +1,16 @@
-import type { PreparationOutcome } from '../prepare/types.js'
-import { type CycleCall, type CycleHit, trackCycles } from '../repeat/cycle.js'
-import { type ErrorStreak, stepErrors } from '../repeat/errors.js'
-import { type LoopKind, type LoopLimits, type LoopTerminationReason, type LoopState, LOOP_TERMINATION_REASONS, loopLimitsOf, loopStateOf } from '../repeat/loops.js'
+import type { PreparationOutcome } from '../model/call.js'
+import { type CycleCall, type ErrorStreak, type LoopKind, type LoopLimits, type LoopState, type NoProgressStreak } from '../model/loops.js'
+import { type CycleHit, trackCycles } from '../repeat/cycle.js'
+import { stepErrors } from '../repeat/errors.js'
+import { type LoopTerminationReason, LOOP_TERMINATION_REASONS, loopLimitsOf, loopStateOf } from '../repeat/loops.js'
 import type { LoopThresholds, StreakDecision } from '../repeat/streak.js'
 import { cycleMessage, errorsMessage, noProgressMessage } from '../repeat/messages.js'
-import { type NoProgressStreak, stepNoProgress } from '../repeat/no-progress.js'
+import { stepNoProgress } from '../repeat/no-progress.js'
 import { emptyLoopCounts } from '../runs/stats.js'
-import type { RunRecord, RunStats } from '../runs/types.js'
+import type { RunRecord, RunStats } from '../model/run.js'
 import type { CallInfo, ObserverList } from '../telemetry/types.js'
 import type { Admission } from './admit.js'
-import type { CallResult, PolicyMessage } from './types.js'
+import type { CallResult, PolicyMessage } from '../model/result.js'
 
 /**
  * Inside the run's atomic update, after exact repeats and the call budget

@@ -9,7 +9,7 @@ import type { EventRecorder } from '../events/recorder.js'
 import type { RunningBatch } from '../runs/lease.js'
 import type { ObserverList } from '../telemetry/types.js'
 import type { BatchState } from './state.js'
-import type { BatchEvent } from './types.js'
+import type { BatchEvent } from '../model/result.js'
 import type { EngineDeps } from './engine-types.js'
 import type { LoopWatch } from './loop-watch.js'
 

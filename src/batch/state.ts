@@ -6,19 +6,20 @@
  * up after approvals, and runs the phase it names next. It is data, no
  * behaviour; what exists only while the batch runs in this process (its stop
  * switch, observers, detectors) is its `BatchRuntime`. The hold phase stores
- * it as the run's `WaitingBatch` (`src/approvals/types.ts`): plain JSON,
+ * it as the run's `WaitingBatch` (`src/model/waiting.ts`): plain JSON,
  * tools named rather than held, scopes as a list.
  */
 import type { RestoredApprovals } from '../approvals/waiting.js'
-import type { LoopState, LoopTerminationReason } from '../repeat/loops.js'
+import type { LoopState } from '../model/loops.js'
+import type { LoopTerminationReason } from '../repeat/loops.js'
 import { emptyStats } from '../runs/stats.js'
-import type { RunOptions, RunRecord, RunStats, TerminationReason } from '../runs/types.js'
-import type { PreparationOutcome, PreparedCall, RawCall } from '../prepare/types.js'
-import type { CanonicalText } from '../repeat/fingerprint.js'
+import type { RunOptions, RunRecord, RunStats, TerminationReason } from '../model/run.js'
+import type { PreparationOutcome, PreparedCall, RawCall } from '../model/call.js'
+import type { CanonicalText } from '../model/json.js'
 import type { HeldBack } from '../uncertain/types.js'
 import type { Admission } from './admit.js'
 import type { IdentifiedCalls } from './identify-calls.js'
-import type { CallResult, PolicyMessage } from './types.js'
+import type { CallResult, PolicyMessage } from '../model/result.js'
 
 /** The phases of a batch, in the order they run. */
 export type BatchPhase = 'prepare' | 'hold' | 'admit' | 'execute' | 'answer'

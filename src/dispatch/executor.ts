@@ -1,6 +1,6 @@
 /**
  * The executor port. It imports nothing, so a tool can name its executor
- * (src/tools/types.ts) without preparation's types reaching the executor
+ * (src/model/tool.ts) without preparation's types reaching the executor
  * kinds behind it: the port holds the part of a prepared call an executor reads.
  */
 
@@ -48,7 +48,7 @@ export interface DispatchContext {
   http: Executor
 }
 
-/** What an executor reads of a prepared call (src/prepare/types.ts): a `PreparedCall` is one. */
+/** What an executor reads of a prepared call (src/model/call.ts): a `PreparedCall` is one. */
 export interface ExecutorCall {
   readonly id: string
   readonly arguments: Record<string, unknown>

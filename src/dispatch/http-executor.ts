@@ -1,4 +1,4 @@
-import { IsoTime } from '../events/iso-time.js'
+import { IsoTime } from '../iso-time.js'
 import type { ExecutorClient } from './client.js'
 import type { DispatchContext, Executor, ExecutorCall, HttpAnswer } from './executor.js'
 import { executorBody } from './executor-body.js'

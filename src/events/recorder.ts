@@ -1,8 +1,8 @@
-import type { BatchEvent } from '../batch/types.js'
-import type { LoopKind } from '../repeat/loops.js'
-import type { EventsAudience } from '../runs/types.js'
+import type { BatchEvent } from '../model/result.js'
+import type { LoopKind } from '../model/loops.js'
+import type { EventsAudience } from '../model/run.js'
 import type { BatchObserver } from '../telemetry/types.js'
-import { IsoTime } from './iso-time.js'
+import { IsoTime } from '../iso-time.js'
 
 const EVENT_TIMES = new IsoTime()
 

@@ -1,7 +1,8 @@
 /** Anthropic Messages: `tool_use` content blocks in, one user message of `tool_result` blocks out. */
 import { Type } from '@sinclair/typebox'
-import type { RawCall } from '../prepare/types.js'
-import { isObject, nonEmptyString, object, optionalString, shapeError, tokenCount } from './read.js'
+import type { RawCall } from '../model/call.js'
+import { isObject } from '../model/json.js'
+import { nonEmptyString, object, optionalString, shapeError, tokenCount } from './read.js'
 import type { Decoded, ProviderFormat } from './types.js'
 
 const open = { additionalProperties: true }

@@ -1,6 +1,6 @@
 /** Google Gemini: `functionCall` parts in, one user `Content` of `functionResponse` parts out. */
 import { Type } from '@sinclair/typebox'
-import type { RawCall } from '../prepare/types.js'
+import type { RawCall } from '../model/call.js'
 import { nonEmptyString, object, optionalArray, optionalString, shapeError, tokenCount } from './read.js'
 import type { Decoded, ProviderFormat } from './types.js'
 

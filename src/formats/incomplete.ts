@@ -1,4 +1,4 @@
-import type { RawCall, RejectedCall } from '../prepare/types.js'
+import type { RawCall, RejectedCall } from '../model/call.js'
 
 const MESSAGE = 'the model response was cut short or filtered before it was complete, so this call was not run; its arguments may be incomplete'
 

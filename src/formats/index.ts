@@ -4,9 +4,9 @@
  * this registry, never a provider: a new format is one module in the list.
  */
 import type { TSchema } from '@sinclair/typebox'
-import type { CallResult, PolicyMessage } from '../batch/types.js'
+import type { CallResult, PolicyMessage } from '../model/result.js'
 import { ProblemError } from '../errors.js'
-import type { RawCall } from '../prepare/types.js'
+import type { RawCall } from '../model/call.js'
 import { anthropic } from './anthropic.js'
 import { gemini } from './gemini.js'
 import { openaiChat } from './openai-chat.js'

@@ -1,7 +1,8 @@
 /** OpenAI Chat Completions: `choices[0].message.tool_calls` in, `role: "tool"` messages out. */
 import { Type } from '@sinclair/typebox'
-import type { RawCall } from '../prepare/types.js'
-import { array, isObject, nonEmptyString, object, optionalArray, optionalString, shapeError, string, tokenCount } from './read.js'
+import type { RawCall } from '../model/call.js'
+import { array, nonEmptyString, object, optionalArray, optionalString, shapeError, string, tokenCount } from './read.js'
+import { isObject } from '../model/json.js'
 import type { Decoded, ProviderFormat } from './types.js'
 
 const open = { additionalProperties: true }

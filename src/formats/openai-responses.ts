@@ -1,7 +1,8 @@
 /** OpenAI Responses: `output[]` items of type `function_call` in, `function_call_output` items out. */
 import { Type } from '@sinclair/typebox'
-import type { RawCall } from '../prepare/types.js'
-import { array, isObject, nonEmptyString, object, optionalString, shapeError, tokenCount } from './read.js'
+import type { RawCall } from '../model/call.js'
+import { array, nonEmptyString, object, optionalString, shapeError, tokenCount } from './read.js'
+import { isObject } from '../model/json.js'
 import type { Decoded, ProviderFormat } from './types.js'
 
 const open = { additionalProperties: true }

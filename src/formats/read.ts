@@ -4,6 +4,7 @@
  * the request body, so a caller sees which field of which item is off.
  */
 import { ProblemError } from '../errors.js'
+import { isObject } from '../model/json.js'
 
 export type Json = Record<string, unknown>
 
@@ -12,9 +13,6 @@ export function shapeError (path: string, expected: string): ProblemError {
   return new ProblemError('invalid_request', `body${path} ${expected}`, { pointer: path })
 }
 
-export function isObject (value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 export function object (value: unknown, path: string): Json {
   if (!isObject(value)) throw shapeError(path, 'must be object')

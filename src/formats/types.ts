@@ -1,6 +1,6 @@
 import type { TSchema } from '@sinclair/typebox'
-import type { CallResult, PolicyMessage } from '../batch/types.js'
-import type { RawCall } from '../prepare/types.js'
+import type { CallResult, PolicyMessage } from '../model/result.js'
+import type { RawCall } from '../model/call.js'
 
 /** Token counts a provider reported for the turn. */
 export interface DecodedUsage { inputTokens: number, outputTokens: number }

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import sjson from 'secure-json-parse'
 import { ProblemError } from '../errors.js'
+import { MAX_JSON_DEPTH } from '../model/json.js'
 
-export const MAX_JSON_DEPTH = 64
 
 /** Whether a parsed JSON value nests deeper than `limit` (the root object is level 1). */
 export function jsonDepthExceeds (value: unknown, limit: number): boolean {

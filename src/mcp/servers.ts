@@ -6,7 +6,8 @@ import type { Logger } from 'pino'
 import { McpHttpServer, McpStdioServer, type McpServerDefinition, type McpServerView } from '../../schemas/mcp-server.js'
 import type { Executor } from '../dispatch/executor.js'
 import { InvalidToolError, type ToolRegistry } from '../tools/registry.js'
-import type { Tool } from '../tools/types.js'
+import { problemAt, schemaProblems } from '../tools/schema-problems.js'
+import type { Tool } from '../model/tool.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
 import type { Clock } from '../clock.js'
 import { DEFAULT_MAX_TOOLS, type ImportSettings, planImport, planPlaceholders, quotedName } from './import.js'
@@ -69,12 +70,10 @@ export class McpServers {
     const transport = (input as { transport?: unknown } | null)?.transport
     const check = transport === 'stdio' ? checkStdio : transport === 'streamableHttp' ? checkHttp : null
     if (check === null) throw new InvalidMcpServerError(['/transport: must be stdio or streamableHttp'])
-    if (!check.Check(input)) {
-      throw new InvalidMcpServerError([...check.Errors(input)].slice(0, 10).map((e) => `${e.path === '' ? '(definition)' : e.path}: ${e.message}`))
-    }
+    // The schema's problems and the others together: an invalid file is reported with every problem listed.
+    const problems = check.Check(input) ? [] : schemaProblems(check, input)
     const def = input as McpServerDefinition
-    const problems: string[] = []
-    if (def.transport === 'streamableHttp') {
+    if (def.transport === 'streamableHttp' && typeof def.url === 'string' && !problemAt(problems, '/url')) {
       let url: URL | undefined
       try { url = new URL(def.url) } catch { problems.push('/url: not a valid URL') }
       if (url !== undefined) {
@@ -83,7 +82,8 @@ export class McpServers {
         else if (this.#opts.allowedOrigins !== null && !this.#opts.allowedOrigins.includes(url.origin)) problems.push(`/url: origin ${url.origin} is not in TOOLGATE_EXECUTOR_ALLOWED_ORIGINS`)
       }
     }
-    for (const [name, override] of Object.entries(def.tools ?? {})) {
+    const overrides = problemAt(problems, '/tools') || def.tools === null || typeof def.tools !== 'object' ? {} : def.tools
+    for (const [name, override] of Object.entries(overrides)) {
       try {
         this.#opts.tools.compile({ name: 'override.probe', inputSchema: { type: 'object' }, executor: { url: 'mcp://probe' }, ...override }, PROBE)
       } catch (err) {

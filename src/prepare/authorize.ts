@@ -3,7 +3,7 @@
  * run's allow-list and the tool's required scopes. The external decision is
  * a seam, {@link ExternalAuthorizer}, implemented elsewhere.
  */
-import type { Tool } from '../tools/types.js'
+import type { Tool } from '../model/tool.js'
 import type { AuthorizationContext, StageResult } from './types.js'
 
 /**

@@ -3,11 +3,10 @@
  * arguments however the model's API sent them, rename argument aliases and
  * coerce scalars where the schema leaves no doubt. Every function is pure.
  */
-import type { Tool, ToolLookup } from '../tools/types.js'
+import type { Tool, ToolLookup } from '../model/tool.js'
+import { MAX_JSON_DEPTH, isPlainObject } from '../model/json.js'
 import type { StageResult } from './types.js'
 
-/** The deepest nesting of objects and arrays accepted in arguments (SPEC section 9). */
-const DEFAULT_MAX_DEPTH = 64
 
 type Args = Record<string, unknown>
 
@@ -16,11 +15,6 @@ function invalid (message: string): StageResult<never> {
 }
 
 
-function isPlainObject (value: unknown): value is Args {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
-  const proto = Object.getPrototypeOf(value) as unknown
-  return proto === Object.prototype || proto === null
-}
 
 /**
  * Finds the first problem of a parsed value: nesting deeper than `maxDepth`
@@ -67,7 +61,7 @@ function checked (value: unknown, maxDepth: number): StageResult<Args> {
  * values. The result of a string is a fresh object; an object is returned as
  * given (not copied), so later stages must not mutate it.
  */
-export function parseArguments (raw: unknown, maxDepth = DEFAULT_MAX_DEPTH): StageResult<Args> {
+export function parseArguments (raw: unknown, maxDepth = MAX_JSON_DEPTH): StageResult<Args> {
   if (raw === undefined || raw === null) return { ok: true, value: {} }
   if (typeof raw !== 'string') return checked(raw, maxDepth)
   if (raw.trim() === '') return { ok: true, value: {} }

@@ -3,9 +3,9 @@
  * template compiled once at registration, resolved against each call's
  * prepared arguments.
  */
-import { canonicalJson } from '../repeat/fingerprint.js'
-import type { ConflictKeyPart } from '../tools/types.js'
-import { formatPointer, getAtPointer, parsePointer } from './json-pointer.js'
+import { canonicalJson } from '../model/json.js'
+import type { ConflictKeyPart } from '../model/tool.js'
+import { formatPointer, getAtPointer, parsePointer } from '../model/json-pointer.js'
 import type { StageResult } from './types.js'
 
 /**

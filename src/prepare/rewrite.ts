@@ -2,9 +2,9 @@
  * Host policy rewriting (SPEC section 2, `rewrite`; section 5, step 3): the
  * tool's rules, applied in order to a copy of the validated arguments.
  */
-import type { RewriteRule } from '../tools/types.js'
+import type { RewriteRule } from '../model/tool.js'
 import { defineOwn } from './compat.js'
-import { arrayIndex, formatPointer, parsePointer } from './json-pointer.js'
+import { arrayIndex, formatPointer, parsePointer } from '../model/json-pointer.js'
 
 type Args = Record<string, unknown>
 type Container = Args | unknown[]

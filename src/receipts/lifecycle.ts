@@ -7,9 +7,9 @@
  * uncertain receipt is settled later by an idempotent retry's answer, by its
  * status URL or by hand, and a settled receipt is never rewritten. Storing
  * them is the callers' part (src/batch/dispatch-action.ts,
- * src/uncertain/retry-action.ts and resolver.ts).
+ * src/batch/retry-action.ts and src/uncertain/resolver.ts).
  */
-import type { Receipt, ReceiptStatus } from './types.js'
+import type { Receipt, ReceiptStatus } from '../model/receipt.js'
 
 /** Why a pending receipt's outcome is unknown: the dispatch that wrote it never recorded an answer (its replica died, or the store failed). */
 export const NO_ANSWER_RECORDED = 'no_answer_recorded'

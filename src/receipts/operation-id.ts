@@ -1,4 +1,4 @@
-import { sha256 } from '../repeat/sha256.js'
+import { sha256 } from '../model/sha256.js'
 
 /** What makes one run, among all runs that may ever carry its id. */
 export interface RunIdentity {

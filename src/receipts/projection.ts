@@ -1,6 +1,7 @@
 import jsonata from 'jsonata'
-import { LinearRegexEngine, compileLinear } from '../tools/linear-regexp.js'
-import type { Projection } from '../tools/types.js'
+import { LinearRegexEngine, compileLinear } from '../model/linear-regexp.js'
+import type { Projection } from '../model/tool.js'
+import { isPlainObject } from '../model/json.js'
 
 /** Options of {@link compileProjection}. */
 export interface ProjectionOptions {
@@ -197,12 +198,6 @@ export function checkProjectedValue (value: unknown, maxChars: number): Projecti
   return { ok: true, content }
 }
 
-function isPlainObject (value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  // jsonata builds its objects with a null prototype; parsed JSON has Object.prototype.
-  const proto: unknown = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
-}
 
 // jsonata lambdas and function references are plain objects marked `_jsonata_*`
 // (and jsonata refuses such keys in the objects a projection builds).

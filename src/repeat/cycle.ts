@@ -1,32 +1,11 @@
 import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from './streak.js'
+import type { CycleCall, CycleState } from '../model/loops.js'
 
 /** The periods a cycle may have: A B A B… and A B C A B C…. */
 const CYCLE_PERIODS = [2, 3] as const
 
 /** The most recent tracked calls a cycle looks back on: one period of the longest. */
 const MEMORY = 3
-
-/** A tracked call as the cycle detector remembers it. */
-export interface CycleCall {
-  fingerprint: string
-  /** The tool's name, for the policy message. */
-  tool: string
-  /** The tool's `trackExactRepeats` (default true): an untracked call neither advances nor resets a cycle. */
-  tracked?: boolean
-}
-
-/** One period's streak: how many calls in a row equalled the call one period before them. */
-export interface PeriodStreak {
-  matched: number
-  /** Whether this streak already produced its one advisory. */
-  advised: boolean
-}
-
-/** A run's cycle state: the last tracked calls and one streak per period (2, then 3). */
-export interface CycleState {
-  recent: CycleCall[]
-  periods: PeriodStreak[]
-}
 
 /** A cycle found at one call: its period, the tools of one repetition in order, and the decision. */
 export interface CycleHit {

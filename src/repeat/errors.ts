@@ -1,16 +1,8 @@
 import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from './streak.js'
+import type { ErrorStreak } from '../model/loops.js'
 
 /** The most tool names an error streak keeps for its policy message. */
 const MAX_TOOLS = 3
-
-/** A run's streak of failing calls. */
-export interface ErrorStreak {
-  count: number
-  /** Whether this streak already produced its one advisory. */
-  advised: boolean
-  /** The distinct tools of the streak's latest failures, oldest first (at most three). */
-  tools: string[]
-}
 
 /** What the error detector reads of a settled call. */
 export interface SettledCall {

@@ -1,4 +1,4 @@
-import { arrayIndex, parsePointer } from '../prepare/json-pointer.js'
+import { arrayIndex, parsePointer } from '../model/json-pointer.js'
 import { fingerprint, fingerprintOfText } from './fingerprint.js'
 
 /**

@@ -1,9 +1,4 @@
-import type { CycleState } from './cycle.js'
-import type { ErrorStreak } from './errors.js'
-import type { NoProgressStreak } from './no-progress.js'
-
-/** The loop detectors (SPEC section 15); `exact` is section 6's. */
-export type LoopKind = 'exact' | 'cycle' | 'errors' | 'no_progress'
+import type { LoopKind, LoopLimits, LoopState } from '../model/loops.js'
 
 /** The termination reason of each kind. */
 export const LOOP_TERMINATION_REASONS = {
@@ -15,16 +10,6 @@ export const LOOP_TERMINATION_REASONS = {
 
 export type LoopTerminationReason = (typeof LOOP_TERMINATION_REASONS)[LoopKind]
 
-/** The limits of the three detectors beyond exact repeats, as a run's `limits` holds them. */
-export interface LoopLimits {
-  readonly cycleAdvisoryRepetitions: number
-  readonly cycleTerminationRepetitions: number
-  readonly consecutiveErrorAdvisory: number
-  readonly consecutiveErrorTermination: number
-  readonly noProgressAdvisory: number
-  readonly noProgressTermination: number
-}
-
 /** The limits a run gets when neither it nor the server says otherwise. */
 export const DEFAULT_LOOP_LIMITS: LoopLimits = Object.freeze({
   cycleAdvisoryRepetitions: 3,
@@ -34,18 +19,6 @@ export const DEFAULT_LOOP_LIMITS: LoopLimits = Object.freeze({
   noProgressAdvisory: 10,
   noProgressTermination: 30
 })
-
-/**
- * A run's loop state beside its exact-repeat streak. `resets` counts
- * `POST .../messages`: a batch that finishes after a message it did not
- * start from leaves the streaks the message reset alone.
- */
-export interface LoopState {
-  cycle: CycleState
-  errors: ErrorStreak
-  noProgress: NoProgressStreak
-  resets: number
-}
 
 /** The loop state of a new run. */
 export function initialLoopState (): LoopState {

@@ -1,15 +1,6 @@
 import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from './streak.js'
-import { sha256 } from './sha256.js'
-
-/** A run's streak of identical answers to one exempt call. */
-export interface NoProgressStreak {
-  /** The streak's call and answer: its fingerprint and a hash of its content; null when there is none. */
-  key: string | null
-  tool: string | null
-  count: number
-  /** Whether this streak already produced its one advisory. */
-  advised: boolean
-}
+import { sha256 } from '../model/sha256.js'
+import type { NoProgressStreak } from '../model/loops.js'
 
 /** What the no-progress detector reads of a settled call. */
 export interface AnsweredCall {

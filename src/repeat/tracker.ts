@@ -1,12 +1,5 @@
 import type { LoopThresholds, StreakDecision } from './streak.js'
-
-/** A run's exact-repeat sequence: the last tracked fingerprint and its streak. */
-export interface RepeatState {
-  fingerprint: string | null
-  count: number
-  /** Whether this streak already produced its one advisory. */
-  advised: boolean
-}
+import type { RepeatState } from '../model/run.js'
 
 /** The run's thresholds; 0 disables the corresponding action. */
 export type RepeatThresholds = LoopThresholds

@@ -1,5 +1,5 @@
 import { terminate } from './transitions.js'
-import type { RunRecord } from './types.js'
+import type { RunRecord } from '../model/run.js'
 
 /** Whether the run has a `timeoutMs` and it has passed at `now` (epoch ms): the limit counts from the run's creation. */
 export function deadlinePassed (run: RunRecord, now: number): boolean {

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino'
 import type { Clock, TimerHandle } from '../clock.js'
-import type { RunRecord } from './types.js'
+import type { RunRecord } from '../model/run.js'
 import type { StopSwitch } from '../schedule/types.js'
 import { type BatchRecord, type Store, holds } from '../store/types.js'
 

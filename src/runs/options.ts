@@ -1,6 +1,7 @@
 import type { CreateRunInput } from '../../schemas/run.js'
-import { DEFAULT_LOOP_LIMITS, type LoopLimits } from '../repeat/loops.js'
-import type { RunLimits, RunOptions } from './types.js'
+import { DEFAULT_LOOP_LIMITS } from '../repeat/loops.js'
+import { type LoopLimits } from '../model/loops.js'
+import type { RunLimits, RunOptions } from '../model/run.js'
 
 const DEFAULT_ADVISORY_THRESHOLD = 3
 const DEFAULT_TERMINATION_THRESHOLD = 8

@@ -1,6 +1,6 @@
 import { initialLoopState } from '../repeat/loops.js'
 import { resetRepeats } from '../repeat/tracker.js'
-import type { RunOptions, RunRecord } from './types.js'
+import type { RunOptions, RunRecord } from '../model/run.js'
 
 /** A new, active run record with nothing counted yet: what POST /v1/runs stores. */
 export function newRunRecord (runId: string, tenant: string, options: RunOptions, now: number): RunRecord {

@@ -9,10 +9,11 @@ import type { Store } from '../store/types.js'
 import { resolveRunOptions } from './options.js'
 import { newRunRecord } from './record.js'
 import { resetRepeats } from '../repeat/tracker.js'
-import { type LoopLimits, resetLoopState } from '../repeat/loops.js'
+import { type LoopLimits } from '../model/loops.js'
+import { resetLoopState } from '../repeat/loops.js'
 import { applyDeadline, deadlinePassed } from './deadline.js'
 import { cancel, ownedRun, runNotFound } from './transitions.js'
-import type { RunRecord } from './types.js'
+import type { RunRecord } from '../model/run.js'
 import { type RunView, runView } from './view.js'
 
 export interface RunServiceOptions {

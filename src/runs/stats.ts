@@ -1,4 +1,4 @@
-import type { LoopCounts, RunStats } from './types.js'
+import type { LoopCounts, RunStats } from '../model/run.js'
 
 export function emptyStats (): RunStats {
   return {

@@ -5,12 +5,10 @@
  * (the owner check also on a record just read) and decides before it
  * changes anything, so a throw leaves the run as it was.
  */
-import type { WaitingBatch } from '../approvals/types.js'
-import { WAITING_OWNER } from '../approvals/types.js'
-import { hasPending } from '../approvals/waiting.js'
+import { hasPending, WAITING_OWNER, type WaitingBatch } from '../model/waiting.js'
 import { ProblemError } from '../errors.js'
 import { type LeaseTerms, holdsLease, takeLease } from './lease.js'
-import type { RunRecord, TerminationReason } from './types.js'
+import type { RunRecord, TerminationReason } from '../model/run.js'
 
 /**
  * The run, when `tenant` owns it; thrown `run_not_found` otherwise: another

@@ -1,4 +1,4 @@
-import type { RunRecord } from './types.js'
+import type { RunRecord } from '../model/run.js'
 
 /** The run object as the API answers it (SPEC section 3). */
 export interface RunView {

@@ -1,4 +1,5 @@
-import type { Epoch, SchedulableCall, ToolExecutionMode } from './types.js'
+import type { Epoch, SchedulableCall } from './types.js'
+import type { ToolExecutionMode } from '../model/run.js'
 
 /** Whether a call may share an epoch with its neighbours (SPEC section 5, "Epochs"). */
 export function isEligibleToOverlap (call: Pick<SchedulableCall, 'readOnly' | 'execution'>, mode: ToolExecutionMode): boolean {

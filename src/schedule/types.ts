@@ -1,8 +1,5 @@
 import { type Clock, systemClock } from '../clock.js'
-import type { ExecutionHint } from '../tools/types.js'
-
-/** The run's default scheduling mode (SPEC section 3, `toolExecution`). */
-export type ToolExecutionMode = 'sequential' | 'safeParallel' | 'parallel'
+import type { ExecutionHint } from '../model/tool.js'
 
 /** What the planner and the runner need to know of a prepared call. */
 export interface SchedulableCall {

@@ -1,5 +1,5 @@
-import type { Receipt } from '../receipts/types.js'
-import type { RunRecord } from '../runs/types.js'
+import type { Receipt } from '../model/receipt.js'
+import type { RunRecord } from '../model/run.js'
 import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
 import type { Store, StoreParts } from './types.js'
 

@@ -1,4 +1,4 @@
-import type { Receipt } from '../receipts/types.js'
+import type { Receipt } from '../model/receipt.js'
 import type { StoredReceipt } from './records.js'
 import type { ReceiptJournal } from './receipt-journal.js'
 

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../runs/types.js'
+import type { RunRecord } from '../model/run.js'
 import { MemoryBatchAnswers } from './memory-batches.js'
 import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, TenantRunsQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../runs/types.js'
+import type { RunRecord } from '../model/run.js'
 import type { MemoryRunState } from './memory-runs.js'
 import type { UncertainWrites } from './uncertain-writes.js'
 

@@ -3,10 +3,10 @@
  * every implementation shares. Imports no contract, so each contract file
  * and each implementation can import it without a cycle.
  */
-import type { Receipt } from '../receipts/types.js'
-import type { RunRecord } from '../runs/types.js'
+import type { Receipt } from '../model/receipt.js'
+import type { RunRecord } from '../model/run.js'
 import { resetRepeats } from '../repeat/tracker.js'
-import { WAITING_OWNER } from '../approvals/types.js'
+import { WAITING_OWNER } from '../model/waiting.js'
 
 /** The stored answer of a finished batch, replayed on resubmission. */
 export interface BatchRecord {

@@ -1,4 +1,4 @@
-import type { Receipt } from '../receipts/types.js'
+import type { Receipt } from '../model/receipt.js'
 import type { ReceiptJournal } from './receipt-journal.js'
 import { type StoredReceipt, StoreUnavailableError } from './records.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'

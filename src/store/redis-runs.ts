@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { RunRecord } from '../runs/types.js'
+import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
 import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, type UpdateResult, holds, markEnded } from './records.js'

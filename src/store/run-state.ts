@@ -1,4 +1,4 @@
-import type { RunRecord } from '../runs/types.js'
+import type { RunRecord } from '../model/run.js'
 import type { BatchIdEntry, BatchRecord, RunCursor, RunPage, UpdateResult } from './records.js'
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { LoopKind } from '../repeat/loops.js'
+import type { LoopKind } from '../model/loops.js'
 import type { ExecutorFailureCause } from './executor-failure.js'
 import type { BatchInfo, BatchObserver, CallInfo, CallSettledInfo } from './types.js'
 

@@ -8,8 +8,8 @@
  */
 import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api'
 import type { DispatchContext, Executor, ExecutorAnswer } from '../dispatch/executor.js'
-import type { PreparedCall } from '../prepare/types.js'
-import type { Tool } from '../tools/types.js'
+import type { PreparedCall } from '../model/call.js'
+import type { Tool } from '../model/tool.js'
 import { activeTracer, extractContext, injectContext } from './tracing.js'
 
 /** A span's name and its attributes known before the request. */

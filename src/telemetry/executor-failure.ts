@@ -1,4 +1,5 @@
 import type { ExecutorAnswer } from '../dispatch/executor.js'
+import { isObject } from '../model/json.js'
 
 /** Why an exchange with an executor did not end in a success, as metrics and log lines name it. */
 export const EXECUTOR_FAILURE_CAUSES = [
@@ -79,6 +80,3 @@ export function executorFailureOf (answer: ExecutorAnswer, action: boolean): Exe
   }
 }
 
-function isObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}

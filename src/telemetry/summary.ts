@@ -1,5 +1,5 @@
 import { addStats, emptyLoopCounts, emptyStats } from '../runs/stats.js'
-import type { RunStats } from '../runs/types.js'
+import type { RunStats } from '../model/run.js'
 
 /** A performance summary (SPEC section 8), per run or across runs. */
 export interface Summary {

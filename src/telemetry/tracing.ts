@@ -4,7 +4,7 @@ import {
   type Tracer, context, defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, trace
 } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
-import type { LoopKind } from '../repeat/loops.js'
+import type { LoopKind } from '../model/loops.js'
 import type { BatchInfo, BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './types.js'
 
 /** The instrumentation scope of toolgate's spans. */

@@ -1,5 +1,5 @@
-import type { CallStatus } from '../batch/types.js'
-import type { LoopKind } from '../repeat/loops.js'
+import type { CallStatus } from '../model/result.js'
+import type { LoopKind } from '../model/loops.js'
 import type { ExecutorFailure, ExecutorKind } from './executor-failure.js'
 
 /** What every observer of a batch is told; never arguments, never bodies. */

@@ -3,15 +3,16 @@ import addFormatsModule from 'ajv-formats'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
-import { parsePointer } from '../prepare/json-pointer.js'
+import { parsePointer } from '../model/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
 import { compileIgnoredArguments } from '../repeat/ignore.js'
-import { linearRegExp, unsupportedPatterns } from './linear-regexp.js'
+import { linearRegExp, unsupportedPatterns } from '../model/linear-regexp.js'
 import { DEFAULT_MAX_VALIDATION_MS, addUniqueItems, boundedValidate } from './bounded-validate.js'
 import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, type SchemaLimits, schemaCostProblems } from './schema-cost.js'
 import { modelToolNames } from './model-names.js'
+import { problemAt, schemaProblems } from './schema-problems.js'
 import type { Executor } from '../dispatch/executor.js'
-import type { Tool, ToolDefinition, ToolLookup } from './types.js'
+import type { Tool, ToolDefinition, ToolLookup } from '../model/tool.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export.
 const Ajv2020 = Ajv2020Module.default
@@ -101,7 +102,11 @@ export class ToolRegistry implements ToolLookup {
    */
   compile (input: unknown, via?: Executor): Tool {
     if (!checkDefinition.Check(input)) {
-      const problems = [...checkDefinition.Errors(input)].slice(0, 10).map((e) => `${e.path === '' ? '(definition)' : e.path}: ${e.message}`)
+      // With the executor URLs' own problems: an invalid file is reported with every problem listed.
+      const problems = schemaProblems(checkDefinition, input)
+      const executor = (input as { executor?: { url?: unknown, statusUrl?: unknown } } | null)?.executor
+      if (via === undefined && typeof executor?.url === 'string' && !problemAt(problems, '/executor/url')) this.#checkUrl(executor.url, '/executor/url', problems)
+      if (typeof executor?.statusUrl === 'string' && !problemAt(problems, '/executor/statusUrl')) this.#checkUrl(executor.statusUrl, '/executor/statusUrl', problems)
       throw new InvalidToolError(problems)
     }
     const def = input as ToolDefinition

@@ -1,4 +1,5 @@
-import type { HeldBack, Uncertainty } from './types.js'
+import type { HeldBack } from './types.js'
+import type { Uncertainty } from '../model/uncertainty.js'
 
 /** What admission needs of a call to weigh it against the run's uncertainties. */
 export interface WeighedCall {

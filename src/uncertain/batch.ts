@@ -4,10 +4,11 @@
  * the finished batch adds and resolves. Pure functions over the batch's
  * arrays (indexed by call), so the engine's own lines stay few.
  */
-import type { CallResult } from '../batch/types.js'
-import type { PreparationOutcome, PreparedCall } from '../prepare/types.js'
+import type { CallResult } from '../model/result.js'
+import type { PreparationOutcome, PreparedCall } from '../model/call.js'
 import { type AppliedChange, type UncertainChange, applyChange, changeOf, holdBack, type SettledWrite } from './admission.js'
-import type { HeldBack, Uncertainty } from './types.js'
+import type { HeldBack } from './types.js'
+import type { Uncertainty } from '../model/uncertainty.js'
 
 /** At admission, inside the run's atomic update: which calls are retries of an unresolved uncertain write. */
 export function weighCalls (uncertain: readonly Uncertainty[] | undefined, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): Array<HeldBack | undefined> {
@@ -19,11 +20,6 @@ export function weighCalls (uncertain: readonly Uncertainty[] | undefined, outco
     callId: o.id,
     action: o.tool?.action != null
   })))
-}
-
-export function blockedMessage (blockedBy: string): string {
-  return `Not run: this same call was sent before (${blockedBy}) and its outcome is still unknown; it may already have taken effect. ` +
-    'It will not be repeated until that outcome is known. Check the current state instead of sending it again.'
 }
 
 /**

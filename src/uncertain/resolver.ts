@@ -1,9 +1,10 @@
 import type { Logger } from 'pino'
-import type { Receipt } from '../receipts/types.js'
+import type { Receipt } from '../model/receipt.js'
 import type { Store } from '../store/types.js'
 import type { UncertainMetrics } from './metrics.js'
 import { resolvedReceipt } from '../receipts/lifecycle.js'
-import type { Outcome, ResolvedHow, Uncertainty } from './types.js'
+import type { Outcome, ResolvedHow } from './types.js'
+import type { Uncertainty } from '../model/uncertainty.js'
 
 export interface Resolved {
   uncertainty: Uncertainty

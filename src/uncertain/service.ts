@@ -1,14 +1,14 @@
 import type { Logger } from 'pino'
 import type { Registry } from 'prom-client'
 import type { Store } from '../store/types.js'
-import type { ToolLookup } from '../tools/types.js'
+import type { ToolLookup } from '../model/tool.js'
 import type { AppliedChange, UncertainChange } from './admission.js'
 import { UncertainMetrics } from './metrics.js'
 import { type Clock, systemClock } from '../clock.js'
 import { type AttemptOutcome, Recovery, type RecoveryTarget } from './recovery.js'
 import { UncertainResolver } from './resolver.js'
 import { StatusClient } from './status-check.js'
-import type { Uncertainty } from './types.js'
+import type { Uncertainty } from '../model/uncertainty.js'
 
 export interface UncertainWritesOptions {
   store: Store

@@ -1,5 +1,5 @@
 import { Agent } from 'undici'
-import { isObject } from '../batch/dispatch-call.js'
+import { isObject } from '../model/json.js'
 import type { Outcome } from './types.js'
 
 /** What one question to a status URL gave. */

@@ -1,22 +1,5 @@
-/**
- * An unresolved uncertainty (SPEC section 14): a write of the run whose
- * outcome is unknown and that nothing has resolved yet. Kept in the run's
- * record, so it is written in the same atomic step as the batch that made
- * it, lives in whichever store holds the run, and expires with the run.
- */
-export interface Uncertainty {
-  operationId: string
-  /** The call's fingerprint (SPEC section 6): a later write with the same one is its retry. */
-  fingerprint: string
-  conflictKey: string | null
-  callId: string
-  batchId: string
-  tool: string
-  /** An action tool's: its receipt is `uncertain` too and is settled on resolution. */
-  action: boolean
-  /** Epoch ms at which it was recorded (its batch finished). */
-  since: number
-}
+import type { Uncertainty } from '../model/uncertainty.js'
+
 
 /** The definitive outcome that resolves an uncertainty. */
 export type ResolvedStatus = 'committed' | 'rejected' | 'failed'

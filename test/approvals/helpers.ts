@@ -1,7 +1,7 @@
 /** Shared by the approvals tests: an app on a clock the test moves, tools that require approval. */
 import { buildTestApp, get, post, startExecutor, tool, type TestExecutor } from '../helper.js'
 import type { FastifyInstance } from 'fastify'
-import type { ToolDefinition } from '../../src/tools/types.js'
+import type { ToolDefinition } from '../../src/model/tool.js'
 import type { Config } from '../../src/config.js'
 import { FakeClock } from '../clock.js'
 

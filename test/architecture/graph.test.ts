@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildGraph, chainTo, cycles, packageOf, specifiers } from './graph.js'
+import { asGraph, buildGraph, chainTo, cycles, groupGraph, packageOf, specifiers } from './graph.js'
 
 const tree = (files: Record<string, string>): ReturnType<typeof buildGraph> => buildGraph(new Map(Object.entries(files)))
 
@@ -63,5 +63,28 @@ t.test('a forbidden import is found through the files between, with the shortest
 
 t.test('a relative import of a missing file is unresolved', async (t) => {
   const graph = tree({ 'src/a.ts': "import { gone } from './gone.js'\nimport { b } from './b.js'", 'src/b.ts': '' })
-  t.same(graph.get('src/a.ts'), { files: ['src/b.ts'], packages: [], unresolved: ['./gone.js'] })
+  t.same(graph.get('src/a.ts'), { files: ['src/b.ts'], loads: ['src/b.ts'], packages: [], unresolved: ['./gone.js'] })
+})
+
+t.test('an import erased by the build is type-only; an import of types by name still loads its module', async (t) => {
+  const graph = tree({
+    'src/a.ts': "import type { B } from './b.js'\nimport { type C } from './c.js'\nimport { d } from './d.js'\nexport type { E } from './e.js'\ntype F = import('./f.js').F",
+    'src/b.ts': '', 'src/c.ts': '', 'src/d.ts': '', 'src/e.ts': '', 'src/f.ts': ''
+  })
+  t.same(graph.get('src/a.ts')!.files, ['src/b.ts', 'src/c.ts', 'src/d.ts', 'src/e.ts', 'src/f.ts'])
+  t.same(graph.get('src/a.ts')!.loads, ['src/c.ts', 'src/d.ts'])
+})
+
+t.test('folders are joined by the imports of their files, and a loop between them is a cycle of the folder graph', async (t) => {
+  const graph = tree({
+    'src/x/a.ts': "import { b } from '../y/b.js'",
+    'src/y/b.ts': "import type { C } from '../x/c.js'",
+    'src/x/c.ts': "import { a } from './a.js'"
+  })
+  const folderOf = (p: string): string => p.split('/').slice(0, 2).join('/')
+  const all = groupGraph(graph, folderOf)
+  t.same(all.get('src/x')!.get('src/y'), ['src/x/a.ts -> src/y/b.ts'])
+  t.same(all.get('src/y')!.get('src/x'), ['src/y/b.ts -> src/x/c.ts'])
+  t.equal(cycles(asGraph(all)).length, 1, 'a loop, counting types')
+  t.equal(cycles(asGraph(groupGraph(graph, folderOf, true))).length, 0, 'no loop of loads: y only names a type of x')
 })

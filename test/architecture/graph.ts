@@ -11,24 +11,44 @@ import ts from 'typescript'
 /** What one file imports: files of the tree (by path from the root) and packages (by name). */
 export interface FileImports {
   files: string[]
+  /** The files of `files` it loads when it runs (imported for more than types). */
+  loads: string[]
   packages: string[]
   /** Relative specifiers that name no file of the tree. */
   unresolved: string[]
 }
 
+/** A module specifier a source text names, and whether only types come through it (erased when compiled). */
+export interface Specifier {
+  text: string
+  typeOnly: boolean
+}
+
 /** Every module specifier a source text names. */
 export function specifiers (path: string, source: string): string[] {
+  return namedModules(path, source).map((s) => s.text)
+}
+
+/**
+ * Every module specifier a source text names, each marked type-only when
+ * compiling erases it: `import type`, `export type ... from` and
+ * `import('...')` types. `import { type A }` still loads its module (the
+ * build keeps it, as `verbatimModuleSyntax` says), so it is not.
+ */
+export function namedModules (path: string, source: string): Specifier[] {
   const file = ts.createSourceFile(path, source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS)
-  const found: string[] = []
+  const found: Specifier[] = []
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
-      found.push(node.moduleSpecifier.text)
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push({ text: node.moduleSpecifier.text, typeOnly: node.importClause?.isTypeOnly === true })
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push({ text: node.moduleSpecifier.text, typeOnly: node.isTypeOnly })
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
-      found.push(node.argument.literal.text)
+      found.push({ text: node.argument.literal.text, typeOnly: true })
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] !== undefined && ts.isStringLiteralLike(node.arguments[0])) {
-      found.push(node.arguments[0].text)
+      found.push({ text: node.arguments[0].text, typeOnly: false })
     } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
-      found.push(node.moduleReference.expression.text)
+      found.push({ text: node.moduleReference.expression.text, typeOnly: node.isTypeOnly })
     }
     ts.forEachChild(node, visit)
   }
@@ -47,8 +67,8 @@ export function packageOf (specifier: string): string {
  * a file of the tree; a `.js` specifier names the `.ts` file it compiles from.
  */
 export function importsOf (path: string, source: string, exists: (path: string) => boolean): FileImports {
-  const result: FileImports = { files: [], packages: [], unresolved: [] }
-  for (const s of specifiers(path, source)) {
+  const result: FileImports = { files: [], loads: [], packages: [], unresolved: [] }
+  for (const { text: s, typeOnly } of namedModules(path, source)) {
     if (s.startsWith('node:')) continue
     if (!s.startsWith('.')) {
       result.packages.push(packageOf(s))
@@ -57,7 +77,10 @@ export function importsOf (path: string, source: string, exists: (path: string) 
     const joined = posix.normalize(posix.join(posix.dirname(path), s))
     const target = [joined.replace(/\.js$/, '.ts'), joined, `${joined}.ts`, `${joined}/index.ts`].find(exists)
     if (target === undefined) result.unresolved.push(s)
-    else result.files.push(target)
+    else {
+      result.files.push(target)
+      if (!typeOnly && !result.loads.includes(target)) result.loads.push(target)
+    }
   }
   return result
 }
@@ -169,4 +192,31 @@ export function chainTo (graph: Graph, from: string, forbidden: (target: string)
     }
   }
   return null
+}
+
+/**
+ * The graph between groups of files (folders): one node per group, an edge
+ * wherever a file of one imports a file of another, with the file imports
+ * behind it. `groupOf` names a file's group, or null to leave it out;
+ * `loadsOnly` keeps only the imports a file loads when it runs.
+ */
+export function groupGraph (graph: Graph, groupOf: (path: string) => string | null, loadsOnly = false): Map<string, Map<string, string[]>> {
+  const groups = new Map<string, Map<string, string[]>>()
+  for (const [path, imports] of graph) {
+    const from = groupOf(path)
+    if (from === null) continue
+    const out = groups.get(from) ?? new Map<string, string[]>()
+    groups.set(from, out)
+    for (const target of loadsOnly ? imports.loads : imports.files) {
+      const to = groupOf(target)
+      if (to === null || to === from || !graph.has(target)) continue
+      out.set(to, [...(out.get(to) ?? []), `${path} -> ${target}`])
+    }
+  }
+  return groups
+}
+
+/** A group graph as a graph `cycles` reads: each group a node importing the groups it has edges to. */
+export function asGraph (groups: ReadonlyMap<string, ReadonlyMap<string, string[]>>): Graph {
+  return new Map([...groups].map(([g, out]) => [g, { files: [...out.keys()], loads: [...out.keys()], packages: [], unresolved: [] }]))
 }

@@ -7,7 +7,7 @@
 import t from 'tap'
 import { type Admission, type AdmissionCall, type AdmissionDecision, admit } from '../../src/batch/admit.js'
 import { resolveRunOptions } from '../../src/runs/options.js'
-import type { RepeatState, RunLimits } from '../../src/runs/types.js'
+import type { RepeatState, RunLimits } from '../../src/model/run.js'
 
 /** The default limits (advisory at 3, termination at 8, no budget), as a run without options has them. */
 const DEFAULTS = resolveRunOptions({}, 4).limits

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import t from 'tap'
 import { identifyCalls } from '../../src/batch/identify-calls.js'
-import { canonicalJson } from '../../src/repeat/fingerprint.js'
+import { canonicalJson } from '../../src/model/json.js'
 import { seeded } from '../seed.js'
 
 // What the request hash has always been: stored hashes (in Redis too) must keep matching resends.

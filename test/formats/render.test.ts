@@ -1,6 +1,6 @@
 /** `messages` and tool lists in each provider's shape, without HTTP (SPEC section 11, "Out" and "Tool lists"). */
 import t from 'tap'
-import type { CallResult, PolicyMessage } from '../../src/batch/types.js'
+import type { CallResult, PolicyMessage } from '../../src/model/result.js'
 import { formatNamed, renderMessages } from '../../src/formats/index.js'
 
 const ok = (callId: string, name: string, content: string): CallResult => ({ callId, name, status: 'ok', content, isError: false, details: {} })

@@ -8,7 +8,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, startExecutor, tool, type TestExecutor } from '../helper.js'
-import type { ToolDefinition } from '../../src/tools/types.js'
+import type { ToolDefinition } from '../../src/model/tool.js'
 import { seeded } from '../seed.js'
 
 // Bounded work, not a deadline: room for a loaded 2-core machine beyond tap's 120 s default.

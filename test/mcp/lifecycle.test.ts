@@ -126,6 +126,23 @@ t.test('an override wins over the annotations, and the tools of one server may b
   t.equal(res.body.results[0].content, '{"status":"committed"}')
 })
 
+t.test('a server definition with schema problems and others lists them all, each place once, enums with their values', async (t) => {
+  const { app } = await buildTestApp(t)
+  const err = await app.services.mcp.startAll([
+    { name: 'f', transport: 'streamableHttp', url: 'ftp://h/mcp', trust: 'maybe', tools: { echo: { conflictKey: 'k:{nope' } } },
+    { name: 'g', transport: 'streamableHttp' }
+  ]).catch((e: unknown) => e)
+  t.type(err, InvalidMcpServerError)
+  const problems = (err as InvalidMcpServerError).problems
+  const text = problems.join('\n')
+  t.match(text, /trust: must be one of "untrusted", "trusted"/, 'the enum names its allowed values')
+  t.match(text, /\/url: must be http or https/, 'the ftp URL beside the bad trust')
+  t.match(text, /\/tools\/echo.*conflictKey/, 'the bad override too')
+  t.equal(problems.filter((p) => p.includes('/url')).length, 2, 'the missing url once, the ftp one once')
+  t.equal(new Set(problems).size, problems.length, 'no problem twice')
+  t.same(app.services.mcp.list(), [], 'nothing was added')
+})
+
 t.test('a stdio server that fails to start is down with what it said on stderr as its lastError', async (t) => {
   const { app } = await buildTestApp(t, { mcpReconnect: { initialMs: 60_000, maxMs: 60_000 } })
   await app.services.mcp.startAll([{

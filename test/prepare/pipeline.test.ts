@@ -1,8 +1,9 @@
 import t from 'tap'
 import type { ExternalAuthorizer } from '../../src/prepare/authorize.js'
 import { prepareBatch, prepareCall } from '../../src/prepare/pipeline.js'
-import { canonicalJson } from '../../src/repeat/fingerprint.js'
-import type { PreparationOutcome, RawCall, StageResult } from '../../src/prepare/types.js'
+import { canonicalJson } from '../../src/model/json.js'
+import type { PreparationOutcome, RawCall } from '../../src/model/call.js'
+import type { StageResult } from '../../src/prepare/types.js'
 import { makeContext, makeLookup, makeTool } from './tool-fixture.js'
 
 const build = makeTool({

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { applyRewrites, RewriteError } from '../../src/prepare/rewrite.js'
-import type { RewriteRule } from '../../src/tools/types.js'
+import type { RewriteRule } from '../../src/model/tool.js'
 
 t.test('rewrite rules apply in order', (t) => {
   const cases: Array<[string, Record<string, unknown>, RewriteRule[], Record<string, unknown>]> = [

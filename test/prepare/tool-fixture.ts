@@ -5,7 +5,7 @@ import addFormatsModule from 'ajv-formats'
 import { compileConflictKey } from '../../src/prepare/conflict-key.js'
 import type { AuthorizationContext } from '../../src/prepare/types.js'
 import { preparesInPlace } from '../../src/tools/registry.js'
-import type { Tool, ToolDefinition, ToolLookup } from '../../src/tools/types.js'
+import type { Tool, ToolDefinition, ToolLookup } from '../../src/model/tool.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export
 const Ajv2020 = Ajv2020Module.default

@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap'
 import { NO_ANSWER_RECORDED } from '../../src/receipts/lifecycle.js'
 import { type RunIdentity, operationId } from '../../src/receipts/operation-id.js'
-import type { Receipt } from '../../src/receipts/types.js'
+import type { Receipt } from '../../src/model/receipt.js'
 import { fingerprint } from '../../src/repeat/fingerprint.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { StoreUnavailableError } from '../../src/store/types.js'

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { type CycleCall, type CycleState, trackCycles } from '../../src/repeat/cycle.js'
+import { type CycleCall, type CycleState } from '../../src/model/loops.js'
+import { trackCycles } from '../../src/repeat/cycle.js'
 import { initialLoopState } from '../../src/repeat/loops.js'
 
 const DEFAULTS = { advisory: 3, termination: 6 }

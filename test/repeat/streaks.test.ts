@@ -1,7 +1,8 @@
 import t from 'tap'
-import { type ErrorStreak, errorEffect, stepErrors } from '../../src/repeat/errors.js'
+import { type ErrorStreak, type NoProgressStreak } from '../../src/model/loops.js'
+import { errorEffect, stepErrors } from '../../src/repeat/errors.js'
 import { initialLoopState } from '../../src/repeat/loops.js'
-import { type AnsweredCall, type NoProgressStreak, stepNoProgress } from '../../src/repeat/no-progress.js'
+import { type AnsweredCall, stepNoProgress } from '../../src/repeat/no-progress.js'
 
 type Seen = [index: number, action: 'advisory' | 'terminate', count: number]
 

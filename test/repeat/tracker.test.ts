@@ -1,15 +1,6 @@
 import t from 'tap'
-import {
-  initialRepeatState,
-  MAX_POLICY_MESSAGE_CHARS,
-  policyMessage,
-  resetRepeats,
-  trackRepeats,
-  type RepeatDecision,
-  type RepeatState,
-  type RepeatThresholds,
-  type TrackedCall
-} from '../../src/repeat/tracker.js'
+import { initialRepeatState, MAX_POLICY_MESSAGE_CHARS, policyMessage, resetRepeats, trackRepeats, type RepeatDecision, type RepeatThresholds, type TrackedCall } from '../../src/repeat/tracker.js'
+import { type RepeatState } from '../../src/model/run.js'
 
 const DEFAULTS: RepeatThresholds = { advisory: 3, termination: 8 }
 const A = 'a'.repeat(64)

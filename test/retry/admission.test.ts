@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import { type SettledWrite, applyChange, changeOf, holdBack } from '../../src/uncertain/admission.js'
-import type { Uncertainty } from '../../src/uncertain/types.js'
+import type { Uncertainty } from '../../src/model/uncertainty.js'
 
 const u = (operationId: string, fingerprint: string, over: Partial<Uncertainty> = {}): Uncertainty =>
   ({ operationId, fingerprint, conflictKey: null, callId: `call_${operationId}`, batchId: 'b1', tool: 'pay', action: false, since: 0, ...over })

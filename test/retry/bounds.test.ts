@@ -10,7 +10,7 @@ import { MemoryStore } from '../../src/store/memory.js'
 import { Recovery } from '../../src/uncertain/recovery.js'
 import type { UncertainResolver } from '../../src/uncertain/resolver.js'
 import type { StatusAnswer } from '../../src/uncertain/status-check.js'
-import type { Uncertainty } from '../../src/uncertain/types.js'
+import type { Uncertainty } from '../../src/model/uncertainty.js'
 import { Attempts } from './support.js'
 import { FakeClock } from '../clock.js'
 

@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, get, post, sleep, startExecutor, tool, type TestExecutor, holdCalls } from '../helper.js'
-import type { ToolDefinition } from '../../src/tools/types.js'
-import type { BatchResponse } from '../../src/batch/types.js'
+import type { ToolDefinition } from '../../src/model/tool.js'
+import type { BatchResponse } from '../../src/model/result.js'
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
 

@@ -4,8 +4,8 @@
  */
 import t from 'tap'
 import { buildTestApp, get, post, startExecutor, tool, type ExecutorCall } from '../helper.js'
-import type { BatchResponse } from '../../src/batch/types.js'
-import type { RunRecord } from '../../src/runs/types.js'
+import type { BatchResponse } from '../../src/model/result.js'
+import type { RunRecord } from '../../src/model/run.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { callGates, waitFor } from '../schedule/harness.js'
 import { FakeClock } from '../clock.js'

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { DEFAULT_LIMITS, buildTestApp, get, holdCalls, post, sleep, startExecutor, tool } from '../helper.js'
-import type { CallResult } from '../../src/batch/types.js'
+import type { CallResult } from '../../src/model/result.js'
 import type { RunView } from '../../src/runs/view.js'
 
 type Answer = Awaited<ReturnType<typeof post>>

@@ -6,7 +6,7 @@ import t from 'tap'
 import type { FastifyReply } from 'fastify'
 import { buildTestApp, post, startExecutor, tool, type ExecutorCall } from '../helper.js'
 import { wantsEventStream } from '../../routes/batches.js'
-import type { BatchResponse } from '../../src/batch/types.js'
+import type { BatchResponse } from '../../src/model/result.js'
 import { type SseEvent, callGates, collect, eventOf, responseOf, ssePost, waitFor } from '../schedule/harness.js'
 
 // One app and one executor for the file; each test has its own run.

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, get, post, startExecutor } from '../helper.js'
-import type { CallResult } from '../../src/batch/types.js'
+import type { CallResult } from '../../src/model/result.js'
 
 type Answer = Awaited<ReturnType<typeof post>>
 

@@ -6,7 +6,7 @@ import t from 'tap'
 import { newRunRecord } from '../../src/runs/record.js'
 import { resolveRunOptions } from '../../src/runs/options.js'
 import { settleAnswered } from '../../src/runs/transitions.js'
-import type { RunRecord } from '../../src/runs/types.js'
+import type { RunRecord } from '../../src/model/run.js'
 
 const NOW = 1_800_000_000_000
 

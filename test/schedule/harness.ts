@@ -3,7 +3,7 @@
  * executor waits on, polling for a condition, and a server-sent events client.
  */
 import { Client } from 'undici'
-import type { BatchEvent, BatchResponse } from '../../src/batch/types.js'
+import type { BatchEvent, BatchResponse } from '../../src/model/result.js'
 
 /** A promise the test opens by hand. */
 export interface Gate {

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { isEligibleToOverlap, planEpochs } from '../../src/schedule/plan.js'
-import type { SchedulableCall, ToolExecutionMode } from '../../src/schedule/types.js'
-import type { ExecutionHint } from '../../src/tools/types.js'
+import type { SchedulableCall } from '../../src/schedule/types.js'
+import type { ToolExecutionMode } from '../../src/model/run.js'
+import type { ExecutionHint } from '../../src/model/tool.js'
 
 const MODES: readonly ToolExecutionMode[] = ['sequential', 'safeParallel', 'parallel']
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { EpochRunner, type RunnerOptions } from '../../src/schedule/runner.js'
 import { type DispatchOutcome, type Epoch, type SchedulableCall, type Settlement, StopSwitch } from '../../src/schedule/types.js'
-import type { ExecutionHint } from '../../src/tools/types.js'
+import type { ExecutionHint } from '../../src/model/tool.js'
 
 /** Lets every pending promise callback run; no timers, no real time. */
 const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))

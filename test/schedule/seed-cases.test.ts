@@ -5,7 +5,7 @@
 import t from 'tap'
 import type { FastifyReply } from 'fastify'
 import { buildTestApp, post, startExecutor, tool, type ExecutorCall, type TestExecutor } from '../helper.js'
-import type { BatchResponse } from '../../src/batch/types.js'
+import type { BatchResponse } from '../../src/model/result.js'
 import { type SseEvent, callGates, collect, eventOf, responseOf, ssePost, waitFor } from './harness.js'
 
 type Tap = Parameters<typeof buildTestApp>[0]

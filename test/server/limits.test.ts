@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { MAX_JSON_DEPTH, jsonDepthExceeds } from '../../src/http/json-body.js'
+import { MAX_JSON_DEPTH } from '../../src/model/json.js'
+import { jsonDepthExceeds } from '../../src/http/json-body.js'
 import { buildTestApp, get, post, sleep, stalledClient, startExecutor, tool } from '../helper.js'
 
 /** A JSON text nesting objects `depth` levels deep, the outermost included. */

@@ -5,7 +5,7 @@
  */
 import type { Test } from 'tap'
 import type { BatchRecord } from '../../src/store/types.js'
-import type { WaitingBatch } from '../../src/approvals/types.js'
+import type { WaitingBatch } from '../../src/model/waiting.js'
 import { type Harness, againstEveryStore, makeReceipt, makeRun } from './harness.js'
 
 await againstEveryStore('RunStateStore contract', contract)

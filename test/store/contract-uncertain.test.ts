@@ -8,7 +8,7 @@
  * why, when no Redis answers at TOOLGATE_TEST_REDIS_URL.
  */
 import type { Test } from 'tap'
-import type { Uncertainty } from '../../src/uncertain/types.js'
+import type { Uncertainty } from '../../src/model/uncertainty.js'
 import { type Harness, againstEveryStore, makeRun } from './harness.js'
 
 await againstEveryStore('UncertainWrites contract', contract)

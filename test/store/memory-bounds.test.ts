@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { MemoryStore, StoreFullError } from '../../src/store/memory.js'
 import { resolveRunOptions } from '../../src/runs/options.js'
 import { newRunRecord } from '../../src/runs/record.js'
-import type { RunRecord } from '../../src/runs/types.js'
+import type { RunRecord } from '../../src/model/run.js'
 import { buildTestApp, get, post, startExecutor, tool, holdCalls } from '../helper.js'
 import { FakeClock } from '../clock.js'
 

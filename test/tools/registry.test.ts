@@ -196,3 +196,16 @@ t.test('a tool prepares in place when it has rewrites, or a default or a referen
   ]
   for (const [name, schema, expected] of cases) t.equal(preparesInPlace(schema, false), expected, name)
 })
+
+t.test('a tool with a schema problem and an executor URL problem lists both, each place once, enums with their values', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  const problems = problemsOf(() => registry.putAll([
+    { ...build, name: 'both', execution: 'sometimes', executor: { url: 'ftp://h/x', statusUrl: 'gopher://h/s' } },
+    { ...build, name: 'nourl', executor: { timeoutMs: 1000 } }
+  ]))
+  t.ok(problems.some((p) => p.startsWith('tools[0] (both)') && /execution.*one of "auto", "parallel", "sequential"/.test(p)), 'the enum names its allowed values')
+  t.ok(problems.some((p) => p.startsWith('tools[0] (both)') && /\/executor\/url: must be http or https/.test(p)), 'the ftp URL, beside the schema problem')
+  t.ok(problems.some((p) => p.startsWith('tools[0] (both)') && /\/executor\/statusUrl: must be http or https/.test(p)), 'the status URL too')
+  t.equal(problems.filter((p) => p.startsWith('tools[1] (nourl)') && p.includes('/executor/url')).length, 1, 'a missing url is reported once')
+  t.equal(new Set(problems).size, problems.length, 'no problem twice')
+})

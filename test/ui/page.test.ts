@@ -152,3 +152,15 @@ t.test('a wrong key is refused at sign-in and nothing is kept', async (t) => {
   t.equal(await page.locator('#sign-in-error').innerText(), 'That key is not valid.')
   t.equal(await page.evaluate(() => sessionStorage.getItem('toolgate.apiKey')), null)
 })
+
+t.test('a malformed % escape in the location hash says there is no such page, and the page goes on working', async (t) => {
+  const { page, problems } = await openBrowser(t)
+  await signIn(page, base, 'acme-page-key')
+  await page.goto(`${base}/ui/#/runs/%E0%A4%A`)
+  await page.waitForSelector('#view .error')
+  t.equal(await page.locator('#view .error').innerText(), 'No such page.')
+  t.ok(await page.locator('nav').isVisible(), 'the page is still there')
+  await page.goto(`${base}/ui/#/runs/demo-run`)
+  await page.waitForSelector('a[href*="turn-1"]')
+  t.strictSame(problems, [], 'nothing failed in the page')
+})

@@ -8,14 +8,14 @@
  */
 import { policyMessage } from '../../repeat/tracker.js'
 import { terminate } from '../../runs/transitions.js'
-import type { RunRecord } from '../../runs/types.js'
+import type { RunRecord } from '../../model/run.js'
 import { weighCalls } from '../../uncertain/batch.js'
 import { admit as decide, type Admission } from '../admit.js'
 import { LoopWatch, admitLoops } from '../loop-watch.js'
-import { cancelledResult, deniedResult, reasonOf, rejectedResult, terminatedResult, uncertainBlockedResult } from '../results.js'
+import { type CallResult } from '../../model/result.js'
+import { cancelledResult, deniedResult, reasonOf, rejectedResult, terminatedResult, uncertainBlockedResult } from '../../model/results.js'
 import { type BatchRuntime, watchLoops } from '../runtime.js'
 import { type Admitted, type BatchState, PENDING, type Prepared } from '../state.js'
-import type { CallResult } from '../types.js'
 
 /** Inside the run's atomic update: the repeat streak, the call budget and the state decide which calls go on. */
 export function admitInto (r: RunRecord, batchId: string, prepared: Prepared): Admitted {

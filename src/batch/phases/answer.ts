@@ -11,7 +11,7 @@ import { renderMessages } from '../../formats/index.js'
 import { releaseWithAnswer } from '../../runs/lease.js'
 import { addStats, emptyStats } from '../../runs/stats.js'
 import { settleAnswered, terminate } from '../../runs/transitions.js'
-import type { RunRecord, TerminationReason } from '../../runs/types.js'
+import type { RunRecord, TerminationReason } from '../../model/run.js'
 import type { BatchRecord } from '../../store/types.js'
 import type { BatchOutcome } from '../../telemetry/types.js'
 import type { UncertainChange } from '../../uncertain/admission.js'
@@ -19,7 +19,7 @@ import { batchChange, blockers, recordChange } from '../../uncertain/batch.js'
 import type { BatchAnswer } from '../engine-types.js'
 import { type BatchRuntime, watchLoops } from '../runtime.js'
 import { type BatchState, PENDING } from '../state.js'
-import type { BatchResponse } from '../types.js'
+import type { BatchResponse } from '../../model/result.js'
 
 /** How the batch left its run. */
 interface Closing {

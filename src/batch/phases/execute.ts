@@ -6,21 +6,21 @@
  */
 import { executorBodyPrefix } from '../../dispatch/executor-body.js'
 import { round } from '../../events/recorder.js'
-import { IsoTime } from '../../events/iso-time.js'
+import { IsoTime } from '../../iso-time.js'
 import { type RunIdentity, operationId } from '../../receipts/operation-id.js'
 import { planEpochs } from '../../schedule/plan.js'
 import { EpochRunner } from '../../schedule/runner.js'
 import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement } from '../../schedule/types.js'
 import { type ExecutorFailure, executorFailureOf } from '../../telemetry/executor-failure.js'
 import type { CallInfo } from '../../telemetry/types.js'
-import { retryAction } from '../../uncertain/retry-action.js'
-import { UNCERTAIN_MESSAGE, errorContent } from '../content.js'
+import { retryAction } from '../retry-action.js'
+import { UNCERTAIN_MESSAGE, errorContent } from '../../model/content.js'
 import { type ActionContext, type ActionOutcome, dispatchAction } from '../dispatch-action.js'
 import { type DispatchContext, dispatchPlain } from '../dispatch-call.js'
-import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../results.js'
+import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../../model/results.js'
+import { type CallResult } from '../../model/result.js'
 import { type BatchRuntime, watchLoops } from '../runtime.js'
 import type { BatchState } from '../state.js'
-import type { CallResult } from '../types.js'
 
 /** When calls started, as ISO text. */
 const START_TIMES = new IsoTime()

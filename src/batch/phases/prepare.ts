@@ -6,13 +6,13 @@
  * lease's own step (one store write where there would be two).
  */
 import { performance } from 'node:perf_hooks'
-import { IsoTime } from '../../events/iso-time.js'
+import { IsoTime } from '../../iso-time.js'
 import { rejectIncomplete } from '../../formats/incomplete.js'
 import { prepareBatch } from '../../prepare/pipeline.js'
-import type { PreparationOutcome, RawCall } from '../../prepare/types.js'
-import { type CanonicalText, canonicalText } from '../../repeat/fingerprint.js'
+import type { PreparationOutcome, RawCall } from '../../model/call.js'
+import { type CanonicalText, canonicalText } from '../../model/json.js'
 import { callFingerprint } from '../../repeat/ignore.js'
-import type { ToolLookup } from '../../tools/types.js'
+import type { ToolLookup } from '../../model/tool.js'
 import type { EngineDeps } from '../engine-types.js'
 import type { IdentifiedCalls } from '../identify-calls.js'
 import type { BatchRuntime } from '../runtime.js'

@@ -9,7 +9,7 @@
  * the tool is registered, not at the first call.
  */
 import { RE2JS } from 're2js'
-import { formatPointer } from '../prepare/json-pointer.js'
+import { formatPointer } from './json-pointer.js'
 
 /** A pattern RE2 cannot compile. */
 export class UnsupportedPatternError extends Error {

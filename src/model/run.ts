@@ -1,7 +1,6 @@
-import type { WaitingBatch } from '../approvals/types.js'
-import type { LoopKind, LoopLimits, LoopState } from '../repeat/loops.js'
-import type { ToolExecutionMode } from '../schedule/types.js'
-import type { Uncertainty } from '../uncertain/types.js'
+import type { WaitingBatch } from './waiting.js'
+import type { LoopKind, LoopLimits, LoopState } from './loops.js'
+import type { Uncertainty } from './uncertainty.js'
 
 export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
 
@@ -112,3 +111,6 @@ export interface RunRecord {
   createdAt: number
   lastActiveAt: number
 }
+
+/** The run's default scheduling mode (SPEC section 3, `toolExecution`). */
+export type ToolExecutionMode = 'sequential' | 'safeParallel' | 'parallel'

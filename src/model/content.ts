@@ -3,7 +3,9 @@
  * short JSON, a stable `error` code and one plain sentence. Never a stack
  * trace, never the arguments.
  */
-export function errorContent (error: string, message: string, extra?: Record<string, unknown>): string {
+import type { CallErrorCode } from '../errors.js'
+
+export function errorContent (error: CallErrorCode, message: string, extra?: Record<string, unknown>): string {
   return JSON.stringify({ error, message, ...extra })
 }
 
@@ -11,6 +13,7 @@ export const UNCERTAIN_MESSAGE =
   'The outcome of this call is unknown: the request may have reached the tool, but no definitive answer came back. ' +
   'It may or may not have taken effect. Repeating the call may apply it twice; check the current state before trying again.'
 
+/** Why a write waits: an earlier write of the batch has an unknown outcome and could conflict with it. */
 export function blockedMessage (blockedBy: string): string {
   return `Not run: an earlier write (${blockedBy}) has an unknown outcome, and this write could conflict with it. Check the state before retrying.`
 }
@@ -23,4 +26,10 @@ export function contentOf (value: unknown): string {
   if (value === undefined) return ''
   if (typeof value === 'string') return value
   return JSON.stringify(value) ?? ''
+}
+
+/** Why a write waits: the same write, sent in an earlier batch, has an unknown outcome (SPEC section 14). */
+export function unresolvedWriteMessage (blockedBy: string): string {
+  return `Not run: this same call was sent before (${blockedBy}) and its outcome is still unknown; it may already have taken effect. ` +
+    'It will not be repeated until that outcome is known. Check the current state instead of sending it again.'
 }

@@ -4,12 +4,11 @@
  * used an alias), and the named builders below give each way a call can end
  * without an executor's answer its content and details.
  */
-import type { Decision } from '../approvals/types.js'
-import type { PreparationOutcome } from '../prepare/types.js'
-import { blockedMessage as uncertainBlockedMessage } from '../uncertain/batch.js'
-import type { Uncertainty } from '../uncertain/types.js'
-import type { CallDetails, CallResult, CallStatus } from './types.js'
-import { CANCELLED_MESSAGE, CLOSED_MESSAGE, blockedMessage, errorContent } from './content.js'
+import type { PreparationOutcome, RejectionReason } from './call.js'
+import { CANCELLED_MESSAGE, CLOSED_MESSAGE, blockedMessage, errorContent, unresolvedWriteMessage } from './content.js'
+import type { CallDetails, CallResult, CallStatus } from './result.js'
+import type { Uncertainty } from './uncertainty.js'
+import type { Decision } from './waiting.js'
 
 /** The call a result answers: its id, the name the model used and the tool it resolved to, if any. */
 type AnsweredCall = Pick<PreparationOutcome, 'id' | 'requestedName' | 'tool'>
@@ -24,7 +23,7 @@ export function callResult (call: AnsweredCall, status: CallStatus, content: str
 }
 
 /** A call refused by preparation. */
-export function rejectedResult (call: AnsweredCall & { reason: string, message: string }): CallResult {
+export function rejectedResult (call: AnsweredCall & { reason: RejectionReason, message: string }): CallResult {
   return callResult(call, 'rejected', errorContent(call.reason, call.message), { reason: call.reason, message: call.message })
 }
 
@@ -55,7 +54,7 @@ export function blockedResult (call: AnsweredCall, blockedBy: string, epoch: num
 
 /** A write not dispatched because the same write, sent in an earlier batch, has an unknown outcome (SPEC section 14). */
 export function uncertainBlockedResult (call: AnsweredCall, by: Uncertainty): CallResult {
-  const content = errorContent('unresolved_uncertain_write', uncertainBlockedMessage(by.callId), { blockedBy: by.callId })
+  const content = errorContent('unresolved_uncertain_write', unresolvedWriteMessage(by.callId), { blockedBy: by.callId })
   return callResult(call, 'blocked', content, { reason: 'unresolved_uncertain_write', blockedBy: by.callId, blockedByOperation: by.operationId })
 }
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { IsoTime } from '../../src/events/iso-time.js'
-import { seeded } from '../seed.js'
+import { IsoTime } from '../src/iso-time.js'
+import { seeded } from './seed.js'
 
 t.test('answers the ISO text of any millisecond, the same as Date does, whatever it answered before', async (t) => {
   const iso = new IsoTime()

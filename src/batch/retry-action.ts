@@ -1,8 +1,8 @@
-import { type ActionContext, type ActionOutcome, actionResult, interpretActionAnswer, receiptCall } from '../batch/dispatch-action.js'
-import { sendToExecutor } from '../batch/dispatch-call.js'
-import type { PreparedCall } from '../prepare/types.js'
+import { type ActionContext, type ActionOutcome, actionResult, interpretActionAnswer, receiptCall } from './dispatch-action.js'
+import { sendToExecutor } from './dispatch-call.js'
+import type { PreparedCall } from '../model/call.js'
 import { dispatchTiming, pendingReceipt, retriedReceipt } from '../receipts/lifecycle.js'
-import type { Receipt } from '../receipts/types.js'
+import type { Receipt } from '../model/receipt.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 
 /**

@@ -1,11 +1,5 @@
 import t from 'tap'
-import {
-  LinearRegexEngine,
-  UnsupportedPatternError,
-  compileLinear,
-  linearRegExp,
-  unsupportedPatterns
-} from '../../src/tools/linear-regexp.js'
+import { LinearRegexEngine, UnsupportedPatternError, compileLinear, linearRegExp, unsupportedPatterns } from '../../src/model/linear-regexp.js'
 import { REDOS_CASES } from '../hostile/redos-cases.js'
 
 

@@ -1,4 +1,5 @@
-import type { Receipt } from '../receipts/types.js'
+/** A call's result and the batch's answer, as the host and the model see them (SPEC sections 4 and 8). */
+import type { Receipt } from './receipt.js'
 
 /** A call's status in the batch response (SPEC section 4). */
 export type CallStatus = 'ok' | 'error' | 'rejected' | 'uncertain' | 'blocked' | 'cancelled' | 'terminated' | 'projection_failed' | 'denied'

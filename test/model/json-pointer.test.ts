@@ -1,5 +1,5 @@
 import t from 'tap'
-import { arrayIndex, formatPointer, getAtPointer, parsePointer } from '../../src/prepare/json-pointer.js'
+import { arrayIndex, formatPointer, getAtPointer, parsePointer } from '../../src/model/json-pointer.js'
 
 t.test('pointers parse into unescaped tokens', (t) => {
   const cases: Array<[string, string[]]> = [

@@ -1,0 +1,193 @@
+/**
+ * The JSON helpers every layer shares: the deepest nesting toolgate
+ * accepts, the checks for a JSON object and a plain one, and the RFC 8785
+ * canonical form (fingerprints, conflict keys, operation ids).
+ */
+
+/**
+ * The deepest nesting of objects and arrays accepted in a request body and
+ * in a call's arguments (SPEC section 9; the top-level object is level 1).
+ * The canonical form's quick check gives up deeper than this too (the
+ * writer, which finds cycles, takes over).
+ */
+export const MAX_JSON_DEPTH = 64
+
+/** A JSON object: not null, not an array (its prototype is not checked). */
+export function isObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * A plain object: a JSON object whose prototype is Object.prototype (parsed
+ * JSON) or null (jsonata builds its objects so), never a Date, Map or class
+ * instance.
+ */
+export function isPlainObject (value: unknown): value is Record<string, unknown> {
+  if (!isObject(value)) return false
+  const proto: unknown = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/**
+ * The RFC 8785 (JCS) form of a JSON value, in one pass: members sorted by
+ * UTF-16 code units, strings and numbers as ECMAScript's JSON.stringify
+ * writes them (RFC 8785 takes both from it), no whitespace.
+ *
+ * Throws a TypeError for anything JSON cannot hold: `undefined` (at the top
+ * level or as an array element), functions, symbols, BigInts, NaN and
+ * ±Infinity, cycles and objects that are not plain (Date, Map, class
+ * instances...). An object property whose value is `undefined` is omitted,
+ * as `JSON.stringify` does, so the form matches what an executor would
+ * receive. Lone surrogates are kept, escaped as `\udXXX` (ECMAScript's
+ * well-formed `JSON.stringify`): a raw argument string from a model may hold
+ * one, and it must still fingerprint deterministically.
+ *
+ * Written here rather than taken from the canonicalize package (which a
+ * property test holds it to): that package walks and sorts with a fresh
+ * array per object, which was a third of the memory a batch allocated.
+ */
+export function canonicalJson (value: unknown): string {
+  if (value === undefined) {
+    throw new TypeError('Expected a JSON value, got undefined')
+  }
+  // Arguments often are canonical already (one key, keys in order, arrays of
+  // scalars): then the engine's own JSON.stringify writes exactly RFC 8785.
+  if (stringifiesCanonically(value, 0)) return JSON.stringify(value)
+  return write(value, [])
+}
+
+/** The JCS text of a value, and whether JSON.stringify writes exactly the same. */
+export interface CanonicalText {
+  text: string
+  /** `text` is also what JSON.stringify writes (the value was canonical already), so it stands for both. */
+  plain: boolean
+}
+
+/**
+ * canonicalJson, telling as well whether the text is also JSON.stringify's:
+ * a caller that needs both (a fingerprint and a body to send) serializes
+ * once instead of twice.
+ */
+export function canonicalText (value: unknown): CanonicalText {
+  if (value === undefined) {
+    throw new TypeError('Expected a JSON value, got undefined')
+  }
+  if (stringifiesCanonically(value, 0)) return { text: JSON.stringify(value), plain: true }
+  return { text: write(value, []), plain: false }
+}
+
+
+/**
+ * Whether JSON.stringify writes `value` as RFC 8785 does: only strings,
+ * booleans, null, finite numbers, arrays without holes and plain objects
+ * whose keys come in UTF-16 code-unit order, none of them undefined.
+ * Anything else, including what the writer must refuse, answers false and
+ * goes to the writer. Walks without allocating and stops at the first key
+ * out of order.
+ */
+function stringifiesCanonically (value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(value)
+    case 'object':
+      break
+    default:
+      return false
+  }
+  if (value === null) return true
+  if (depth >= MAX_JSON_DEPTH) return false
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!(i in value) || !stringifiesCanonically(value[i], depth + 1)) return false
+    }
+    return true
+  }
+  const proto: unknown = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return false
+  let previous: string | null = null
+  for (const key in value) {
+    if (previous !== null && previous > key) return false
+    previous = key
+    const member = (value as Record<string, unknown>)[key]
+    if (member === undefined || !stringifiesCanonically(member, depth + 1)) return false
+  }
+  return true
+}
+
+// Messages name the kind of value but never where it sits: key names are
+// part of the arguments, which telemetry must not carry.
+function write (value: unknown, ancestors: object[]): string {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'number':
+      if (!Number.isFinite(value)) {
+        throw new TypeError(`Expected a finite number, got ${String(value)}`)
+      }
+      return JSON.stringify(value)
+    case 'undefined':
+      throw new TypeError('Expected a JSON value, got undefined')
+    case 'bigint':
+    case 'function':
+    case 'symbol':
+      throw new TypeError(`Expected a JSON value, got a ${typeof value}`)
+  }
+  if (value === null) return 'null'
+  const object = value as object
+  if (ancestors.includes(object)) {
+    throw new TypeError('Expected a JSON value, got a cycle')
+  }
+  ancestors.push(object)
+  let out: string
+  if (Array.isArray(object)) {
+    out = '['
+    // A plain loop (not forEach) so holes are visited and refused.
+    for (let i = 0; i < object.length; i++) {
+      if (i > 0) out += ','
+      out += write(object[i], ancestors)
+    }
+    out += ']'
+  } else {
+    const proto: unknown = Object.getPrototypeOf(object)
+    if (proto !== Object.prototype && proto !== null) {
+      const name = (object as { constructor?: { name?: unknown } }).constructor?.name
+      throw new TypeError(`Expected a plain object, got ${typeof name === 'string' ? name : 'an exotic object'}`)
+    }
+    const members = object as Record<string, unknown>
+    const keys = sortInPlace(Object.keys(members))
+    out = '{'
+    for (const key of keys) {
+      const member = members[key]
+      if (member === undefined) continue
+      if (out.length > 1) out += ','
+      out += JSON.stringify(key) + ':' + write(member, ancestors)
+    }
+    out += '}'
+  }
+  ancestors.pop()
+  return out
+}
+
+/**
+ * Sorts keys by UTF-16 code units, as Array.prototype.sort does, but in
+ * place for the few keys arguments usually have: sort() sets up a work area
+ * of its own on every call.
+ */
+function sortInPlace (keys: string[]): string[] {
+  if (keys.length > 16) return keys.sort()
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!
+    let j = i - 1
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!
+      j--
+    }
+    keys[j + 1] = key
+  }
+  return keys
+}
