@@ -1,6 +1,9 @@
 import type { DispatchContext, Executor, ExecutorAnswer, ExecutorCall } from '../dispatch/executor.js'
 import type { CallRelays } from '../dispatch/relays.js'
 import type { McpConnection } from './connection.js'
+
+/** Whether a result's structuredContent matches the tool's outputSchema. */
+export type OutputCheck = (structured: unknown) => boolean
 import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry/client-spans.js'
 
 /**
@@ -13,20 +16,38 @@ import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry
 export class McpToolExecutor implements Executor {
   readonly #connection: McpConnection
   readonly #remoteName: string
+  readonly #output: OutputCheck | undefined
   /** The callers of calls, for what the server sends them during a call (toolgate's own MCP endpoint). */
   readonly #relays: CallRelays | undefined
 
-  constructor (connection: McpConnection, remoteName: string, relays?: CallRelays) {
+  /** `output` checks a result's structuredContent against the tool's outputSchema (SPEC §18), when it has one. */
+  constructor (connection: McpConnection, remoteName: string, output?: OutputCheck, relays?: CallRelays) {
     this.#connection = connection
     this.#remoteName = remoteName
+    this.#output = output
     this.#relays = relays
   }
 
-  send (ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
+  async send (ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
     const relay = this.#relays?.get(ctx.runId, call.id)
-    if (trace === undefined) return this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, relay)
-    return withClientSpan(trace, () => this.#shape(),
-      (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers, relay), settleAnswer)
+    const answer = trace === undefined
+      ? await this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, relay)
+      : await withClientSpan(trace, () => this.#shape(),
+        (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers, relay), settleAnswer)
+    return this.#checked(answer)
+  }
+
+  /**
+   * A result that is not an error must carry structuredContent matching the
+   * outputSchema; one that does not is `invalid_output`: the tool may have
+   * done its work, but what it answered cannot be trusted (a read is an
+   * error, a write uncertain).
+   */
+  #checked (answer: ExecutorAnswer): ExecutorAnswer {
+    if (this.#output === undefined || answer.kind !== 'tool_result' || answer.result.isError === true) return answer
+    const structured = answer.result.structuredContent
+    if (structured !== undefined && this.#output(structured)) return answer
+    return { kind: 'unknown', code: 'invalid_output' }
   }
 
   #shape (): ClientSpanShape {

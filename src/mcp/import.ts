@@ -20,6 +20,8 @@ export interface ImportSettings {
   exclude: readonly string[]
   timeoutMs: number
   overrides: Readonly<Record<string, McpToolOverride>>
+  /** Whether the server's tools are pinned and changes quarantined (SPEC §18). @default false */
+  pinning?: boolean
   /** Most tools imported from the server (TOOLGATE_MCP_MAX_TOOLS). @default DEFAULT_MAX_TOOLS */
   maxTools?: number
 }
@@ -159,7 +161,7 @@ function applyOverride (definition: Record<string, unknown>, override: McpToolOv
  * declare draft-07 in `$schema`, whose keywords they use the same way; the
  * declaration itself would make the compile fail.
  */
-function withoutForeignDialect (schema: Record<string, unknown>): Record<string, unknown> {
+export function withoutForeignDialect (schema: Record<string, unknown>): Record<string, unknown> {
   if (typeof schema.$schema !== 'string' || schema.$schema.includes('2020-12')) return schema
   const { $schema: _dialect, ...rest } = schema
   return rest
