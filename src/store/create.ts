@@ -3,6 +3,8 @@ import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import { MemoryStore } from './memory.js'
 import { RedisStore } from './redis.js'
+import { RedisToolPins } from './redis-tool-pins.js'
+import { MemoryToolPins, type ToolPins } from './tool-pins.js'
 import type { Store } from './types.js'
 
 /**
@@ -22,4 +24,10 @@ export function createStore (config: Config, logger?: Pick<Logger, 'warn' | 'inf
   const timed = clock === undefined ? {} : { clock }
   if (config.store === 'memory') return new MemoryStore({ ...bounds, maxReceipts: config.maxReceipts, ...timed })
   return new RedisStore({ url: config.store, ...bounds, ...timed, ...(logger === undefined ? {} : { logger }) })
+}
+
+/** The pins of the store `TOOLGATE_STORE` names: this process's memory, or the shared Redis. */
+export function createToolPins (config: Pick<Config, 'store'>, logger?: Pick<Logger, 'warn' | 'info'>): ToolPins {
+  if (config.store === 'memory') return new MemoryToolPins()
+  return new RedisToolPins({ url: config.store, ...(logger === undefined ? {} : { logger }) })
 }

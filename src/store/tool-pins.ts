@@ -1,7 +1,3 @@
-import type { Logger } from 'pino'
-import type { Config } from '../config.js'
-import { RedisToolPins } from './redis-tool-pins.js'
-
 /**
  * The pinned definitions of MCP servers' tools (SPEC §18), shared by
  * replicas: one set of pins per server, by the server's own tool name. A
@@ -57,10 +53,4 @@ export class MemoryToolPins implements ToolPins {
   }
 
   async close (): Promise<void> {}
-}
-
-/** The pins of the store `TOOLGATE_STORE` names: this process's memory, or the shared Redis. */
-export function createToolPins (config: Pick<Config, 'store'>, logger?: Pick<Logger, 'warn' | 'info'>): ToolPins {
-  if (config.store === 'memory') return new MemoryToolPins()
-  return new RedisToolPins({ url: config.store, ...(logger === undefined ? {} : { logger }) })
 }
