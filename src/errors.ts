@@ -41,6 +41,7 @@ export type ErrorCode = keyof typeof ERRORS
  */
 export const CALL_ERRORS = {
   unknown_tool: 'No tool of that name or alias',
+  tool_quarantined: "An MCP tool changed (or is new) since its server's tools were pinned; an admin has not approved it",
   tool_not_allowed: "The run's tool list leaves the tool out",
   invalid_arguments: "The arguments do not parse, are too large or too deep, or do not match the tool's schema",
   conflict_key_unresolved: "A pointer of the tool's conflict-key template reaches nothing in the arguments",

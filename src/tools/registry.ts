@@ -70,6 +70,8 @@ export class ToolRegistry implements ToolLookup {
   #modelNames: { byName: Map<string, string>, tools: Map<string, Tool> } | null = null
   /** Imported tools by name: the MCP server each came from. */
   readonly #owners = new Map<string, string>()
+  /** Quarantined MCP tool names, by owner (SPEC §18). */
+  readonly #quarantined = new Map<string, ReadonlySet<string>>()
   readonly #opts: RegistryOptions
   /**
    * One Ajv for every schema of this registry: building one (with formats)
@@ -303,6 +305,17 @@ export class ToolRegistry implements ToolLookup {
 
   get (name: string): Tool | undefined {
     return this.#tools.get(name)
+  }
+
+  /** Sets an owner's quarantined tool names, in place of its earlier ones: they are not offered, and calls to them are rejected `tool_quarantined`. */
+  setQuarantined (owner: string, names: readonly string[]): void {
+    if (names.length === 0) this.#quarantined.delete(owner)
+    else this.#quarantined.set(owner, new Set(names))
+  }
+
+  quarantined (name: string): boolean {
+    for (const names of this.#quarantined.values()) if (names.has(name)) return true
+    return false
   }
 
   resolve (nameOrAlias: string): Tool | undefined {
