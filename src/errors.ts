@@ -26,6 +26,7 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, title: 'The request body must be JSON' },
   batch_id_reused: { status: 422, title: 'The batch id was used for other calls' },
   rate_limited: { status: 429, title: 'Too many requests' },
+  quota_exceeded: { status: 429, title: 'A quota of this tenant is used up' },
   internal_error: { status: 500, title: 'Internal error' },
   overloaded: { status: 503, title: 'The service is overloaded or shutting down' }
 } as const satisfies Record<string, { status: number, title: string }>

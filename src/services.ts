@@ -74,7 +74,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const runTtlMs = config.runTtlSeconds * 1000
   const clock = overrides.clock ?? systemClock
   const unmetered = overrides.store ?? createStore(config, logger, clock)
-  const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins })
+  const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins, maxSchemaBytes: config.maxSchemaBytes, maxValidationMs: config.maxValidationMs })
   const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes, clock })
   const telemetry = createTelemetry({ logger, store: unmetered, toolNames: () => tools.list().map((t) => t.name), extra: overrides.telemetry })
   // Everything but the scrape's own gauges goes through the timed store.
@@ -119,7 +119,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
-    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
+    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, maxWaitingPerTenant: config.maxWaitingBatchesPerTenant }
   })
   const approvals = new ApprovalService({
     store,

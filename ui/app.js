@@ -234,6 +234,8 @@ function decision (approval, since) {
   return [badge(approval.decision === 'approved' ? 'ok' : 'denied', approval.decision),
     `${who ? `by ${who} ` : ''}${approval.at ? `at ${clock(approval.at)}` : ''}${waited}`,
     approval.edited ? h('span', { class: 'edited' }, ' · edited') : '',
+    // What the person changed: the arguments as held, then as approved.
+    approval.arguments ? h('span', { class: 'edit' }, `: ${JSON.stringify(approval.arguments.original)} → ${JSON.stringify(approval.arguments.edited)}`) : '',
     approval.reason ? h('span', { class: 'reason' }, ` · “${approval.reason}”`) : '']
 }
 

@@ -8,10 +8,12 @@
  */
 import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../../approvals/hold.js'
-import { announceHeld, heldIndexes, toWaiting } from '../../approvals/waiting.js'
+import { announceHeld, heldIndexes, markBlockedRetries, toWaiting } from '../../approvals/waiting.js'
 import { round } from '../../events/recorder.js'
+import { ProblemError } from '../../errors.js'
 import type { PreparationOutcome } from '../../model/call.js'
 import { hold as holdRun } from '../../runs/transitions.js'
+import type { RunRecord } from '../../model/run.js'
 import type { BatchAnswer, EngineDeps } from '../engine-types.js'
 import type { BatchRuntime } from '../runtime.js'
 import type { BatchState } from '../state.js'
@@ -32,11 +34,27 @@ export function hold (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
   return store(state, rt)
 }
 
+/**
+ * A tenant's waiting batches pin their runs: past its quota the batch is
+ * refused (429, its lease released, nothing of it run), so one tenant
+ * cannot pin the store full for the others (SPEC section 19).
+ */
+async function checkWaitingQuota (state: BatchState, rt: BatchRuntime): Promise<void> {
+  const max = rt.deps.approvals!.maxWaitingPerTenant
+  if (max === undefined) return
+  let waiting = 0
+  for (const run of await rt.deps.store.waitingRuns()) if (run.tenant === state.tenant && run.runId !== state.runId) waiting++
+  if (waiting >= max) {
+    throw new ProblemError('quota_exceeded', `This tenant has ${waiting} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
+  }
+}
+
 /** Stores the batch as its run's waiting batch and answers the 202. */
 async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer | null> {
   const { deps } = rt
   const settings = deps.approvals!
   const { outcomes } = state.prepared!
+  await checkWaitingQuota(state, rt)
   const waiting = toWaiting({
     batchId: state.batchId,
     requestHash: state.identified.requestHash,
@@ -50,12 +68,17 @@ async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
     calls: state.calls
   })
   const announced = announceHeld(waiting)
-  const stored = await deps.store.updateRun(state.runId, (r) => holdRun(r, waiting, deps.replicaId, settings.graceMs))
+  let uncertain: RunRecord['uncertain']
+  const stored = await deps.store.updateRun(state.runId, (r) => {
+    markBlockedRetries(waiting, r.uncertain, outcomes, state.prepared!.fingerprints)
+    uncertain = r.uncertain
+    return holdRun(r, waiting, deps.replicaId, settings.graceMs)
+  })
   if (!stored.found || !stored.value) return null
   for (const e of announced) rt.onEvent?.(e)
   const durationMs = performance.now() - rt.startedAt
   rt.observer.batchCompleted('awaiting_approval', durationMs)
-  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null })
+  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null, uncertain })
   return {
     body: JSON.stringify(body),
     replayed: false,
