@@ -9,12 +9,13 @@
 import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../../approvals/hold.js'
 import { announceHeld, heldIndexes, toWaiting } from '../../approvals/waiting.js'
+import type { ApprovalSettings } from '../../approvals/types.js'
 import { round } from '../../events/recorder.js'
 import type { PreparationOutcome } from '../../model/call.js'
 import { hold as holdRun } from '../../runs/transitions.js'
 import type { BatchAnswer, EngineDeps } from '../engine-types.js'
 import type { BatchRuntime } from '../runtime.js'
-import type { BatchState } from '../state.js'
+import type { BatchState, Prepared } from '../state.js'
 
 /** Whether the batch has a call to hold: approvals are on, and a prepared call's tool requires one. */
 export function mayHold (deps: EngineDeps, outcomes: readonly PreparationOutcome[]): boolean {
@@ -27,16 +28,15 @@ export function mayHold (deps: EngineDeps, outcomes: readonly PreparationOutcome
  * the batch then goes on as any batch does. Answers a promise only when it
  * stores the batch.
  */
-export function hold (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer | null> | null {
-  if (rt.controller.aborted || !mayHold(rt.deps, state.prepared!.outcomes)) return null
-  return store(state, rt)
+export function hold (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<BatchAnswer | null> | null {
+  const settings = rt.deps.approvals
+  if (settings === undefined || rt.controller.aborted || heldIndexes(prepared.outcomes).length === 0) return null
+  return store(state, rt, prepared.outcomes, settings)
 }
 
 /** Stores the batch as its run's waiting batch and answers the 202. */
-async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer | null> {
+async function store (state: BatchState, rt: BatchRuntime, outcomes: readonly PreparationOutcome[], settings: ApprovalSettings): Promise<BatchAnswer | null> {
   const { deps } = rt
-  const settings = deps.approvals!
-  const { outcomes } = state.prepared!
   const waiting = toWaiting({
     batchId: state.batchId,
     requestHash: state.identified.requestHash,
