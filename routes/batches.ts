@@ -46,7 +46,7 @@ export const batchRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         },
         202: answer(Type.Ref('BatchResponse'), 'A call of the batch requires approval: nothing ran. `state` is `awaiting_approval`, `results` holds the rejections, `approvals` the held calls. ' +
           'With `Accept: text/event-stream` the answer is 200 and the stream sends `batch.awaiting_approval` (this body), stays open, and ends with `batch.completed` once the batch ran.'),
-        ...problems('invalid_request', 'duplicate_call_id', 'run_not_found', 'run_busy', 'run_not_active', 'payload_too_large', 'batch_id_reused', 'overloaded')
+        ...problems('invalid_request', 'duplicate_call_id', 'run_not_found', 'run_busy', 'run_not_active', 'payload_too_large', 'batch_id_reused', 'quota_exceeded', 'overloaded')
       }
     }
   }, async (req, reply) => {

@@ -2,10 +2,10 @@ import { audit } from '../src/http/audit.js'
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ProblemError } from '../src/errors.js'
-import { InvalidMcpServerError } from '../src/mcp/servers.js'
+import { InvalidMcpServerError, NotQuarantinedError } from '../src/mcp/servers.js'
 import type { Services } from '../src/services.js'
 import { answer, problems } from '../schemas/responses.js'
-import { McpServerList, McpServerParams, McpServerPutBody } from '../schemas/mcp-server.js'
+import { McpPinApproval, McpPinList, McpServerList, McpServerParams, McpServerPutBody } from '../schemas/mcp-server.js'
 
 const admin = { roles: ['admin'] as const }
 const View = Type.Ref('McpServer')
@@ -112,5 +112,44 @@ export const mcpServerRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     if (view === undefined) throw notFound(req.params.name)
     audit(req, 'mcp_server.refreshed', req.params.name)
     return view
+  })
+
+  app.get('/v1/mcp-servers/:name/pins', {
+    config: admin,
+    schema: {
+      tags: ['mcp'],
+      operationId: 'getMcpServerPins',
+      summary: "An MCP server's pinned and quarantined tools",
+      description: 'Each tool of the server with its state (`pinned`, or `quarantined`: changed or new since the tools were pinned), its pinned and current definitions, and what changed in words (admin role).',
+      params: McpServerParams,
+      response: { 200: answer(McpPinList, 'The pinned and quarantined tools.'), ...problems('mcp_server_not_found') }
+    }
+  }, async (req) => {
+    const tools = await mcp.pinsOf(req.params.name)
+    if (tools === undefined) throw notFound(req.params.name)
+    return { tools }
+  })
+
+  app.post('/v1/mcp-servers/:name/pins', {
+    config: admin,
+    schema: {
+      tags: ['mcp'],
+      operationId: 'approveMcpServerPins',
+      summary: 'Approve quarantined tools',
+      description: 'Pins the current definitions of the named quarantined tools (imported names) and imports them; a name not in quarantine is `400 invalid_request` and nothing is approved (admin role).',
+      params: McpServerParams,
+      body: answer(McpPinApproval, 'The imported names of the tools to approve.'),
+      response: { 200: answer(McpPinList, 'The pinned and quarantined tools after the approval.'), ...problems('invalid_request', 'mcp_server_not_found') }
+    }
+  }, async (req) => {
+    try {
+      const tools = await mcp.approve(req.params.name, req.body.approve)
+      if (tools === undefined) throw notFound(req.params.name)
+      audit(req, 'mcp_server.pins_approved', req.params.name)
+      return { tools }
+    } catch (err) {
+      if (err instanceof NotQuarantinedError) throw new ProblemError('invalid_request', `Not in quarantine: ${err.names.join(', ')}`)
+      throw err
+    }
   })
 }

@@ -26,7 +26,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
       summary: 'Create a run',
       description: 'Starts one agent loop. Every field is optional (so is the body); the answer shows every option with its default filled in. A `runId` already in use, by any tenant, is `409 run_exists`.',
       body: CreateRunBody,
-      response: { 201: answer(RunRef, 'The run was created.', RUN_EXAMPLE), ...problems('invalid_request', 'run_exists', 'overloaded') }
+      response: { 201: answer(RunRef, 'The run was created.', RUN_EXAMPLE), ...problems('invalid_request', 'run_exists', 'quota_exceeded', 'overloaded') }
     },
     // Every field is optional, so is the body: no body is {}.
     preValidation: async (req) => { req.body ??= {} }

@@ -60,7 +60,11 @@ const Details = Type.Object({
     at: Type.String(),
     by: Type.Optional(Type.Object({ tenant: Type.String(), name: Type.Optional(Type.String()) }, { description: "Who decided: the tenant and the key's name, never the key." })),
     reason: Type.Optional(Type.String()),
-    edited: Type.Optional(Type.Boolean())
+    edited: Type.Optional(Type.Boolean()),
+    arguments: Type.Optional(Type.Object({
+      original: Type.Object({}, { additionalProperties: true }),
+      edited: Type.Unknown()
+    }, { description: 'With `edited`: the arguments as held and as the approver\'s edit made them (prepared, or as far as preparation got). Never logged.' }))
   }, { description: 'The decision on a call held for approval.' }))
 }, { additionalProperties: true })
 
@@ -95,7 +99,8 @@ export const PendingApproval = Type.Object({
   tool: Type.String(),
   arguments: Type.Object({}, { additionalProperties: true }),
   requestedAt: Type.String(),
-  expiresAt: Type.String()
+  expiresAt: Type.String(),
+  blockedBy: Type.Optional(Type.String({ description: 'The call retries a write whose outcome is still unknown (this operation id): approved, it is `blocked`, not run, until that write is resolved (`POST /v1/receipts/{operationId}/resolve`).' }))
 })
 
 export const BatchResponse = Type.Object({

@@ -18,6 +18,7 @@ const Common = {
   name: ServerName,
   trust: Type.Optional(Type.Union([Type.Literal('untrusted'), Type.Literal('trusted')], { default: 'untrusted', description: 'Whether readOnlyHint and idempotentHint are believed.' })),
   prefix: Type.Optional(Type.String({ maxLength: 63, pattern: '^[A-Za-z0-9_.-]*$', description: "Prepended to each imported tool's name; default the server's name and an underscore (model APIs refuse dots in tool names)." })),
+  pinning: Type.Optional(Type.Union([Type.Literal('off'), Type.Literal('on')], { description: 'Whether tool definitions are pinned and changes quarantined until an admin approves them; default on for untrusted servers, off for trusted ones.' })),
   include: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "Only these of the server's tools (its own names)." })),
   exclude: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "None of these of the server's tools (its own names)." })),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000, description: 'Timeout of each tools/call.' })),
@@ -62,6 +63,7 @@ export const McpServerView = Type.Object({
   headerNames: Type.Optional(Type.Array(Type.String(), { description: 'The names of the headers sent; their values are never shown.' })),
   trust: Type.Union([Type.Literal('untrusted'), Type.Literal('trusted')]),
   prefix: Type.String(),
+  pinning: Type.Union([Type.Literal('off'), Type.Literal('on')]),
   include: Type.Optional(Type.Array(Type.String())),
   exclude: Type.Optional(Type.Array(Type.String())),
   timeoutMs: Type.Integer(),
@@ -75,3 +77,20 @@ export type McpServerView = Static<typeof McpServerView>
 
 export const McpServerList = Type.Object({ mcpServers: Type.Array(Type.Ref('McpServer')) })
 export const McpServerParams = Type.Object({ name: ServerName })
+
+/** GET /v1/mcp-servers/{name}/pins (SPEC §18). */
+export const McpPinList = Type.Object({
+  tools: Type.Array(Type.Object({
+    name: Type.String({ description: 'The imported name.' }),
+    serverToolName: Type.String({ description: "The server's own name." }),
+    state: Type.Union([Type.Literal('pinned'), Type.Literal('quarantined')]),
+    pinned: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'The pinned definition; null for a tool new since the pins were taken.' }),
+    current: Type.Object({}, { additionalProperties: true, description: 'The definition the server lists now.' }),
+    changes: Type.Array(Type.String(), { description: 'What differs, in words.' })
+  }, { additionalProperties: false }))
+})
+
+/** POST /v1/mcp-servers/{name}/pins: approve quarantined tools by imported name. */
+export const McpPinApproval = Type.Object({
+  approve: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 1000 })
+}, { additionalProperties: false })

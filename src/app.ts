@@ -58,6 +58,13 @@ export const SHED_RETRY_AFTER_SECONDS = 5
 /** Node checks request timeouts on this period at most (its default, 30 s, would let a 1 s timeout run to 31 s). */
 const MAX_TIMEOUT_CHECK_MS = 1000
 
+/** Node's headers timeout: TOOLGATE_HEADERS_TIMEOUT_MS, never past the request timeout (Node refuses that), 0 for the request timeout alone. */
+function headersTimeout (config: Config): number {
+  const { headersTimeoutMs: headers, requestTimeoutMs: request } = config
+  if (headers === 0) return request
+  return request === 0 ? headers : Math.min(headers, request)
+}
+
 /** Builds the service without listening: routes, hooks, services. Close it to free everything. */
 export async function buildApp (config: Config, opts: AppOptions = {}): Promise<FastifyInstance> {
   const logger = opts.logger ?? createLogger(config.logLevel)
@@ -76,7 +83,8 @@ export async function buildApp (config: Config, opts: AppOptions = {}): Promise<
     requestTimeout: config.requestTimeoutMs,
     http: {
       requestTimeout: config.requestTimeoutMs,
-      connectionsCheckingInterval: Math.max(10, Math.min(MAX_TIMEOUT_CHECK_MS, Math.floor(config.requestTimeoutMs / 4) || MAX_TIMEOUT_CHECK_MS))
+      headersTimeout: headersTimeout(config),
+      connectionsCheckingInterval: Math.max(10, Math.min(MAX_TIMEOUT_CHECK_MS, Math.floor(Math.min(...[config.requestTimeoutMs, config.headersTimeoutMs].filter((ms) => ms > 0)) / 4) || MAX_TIMEOUT_CHECK_MS))
     },
     return503OnClosing: true,
     // Ids may be 128 characters (SPEC); fastify's default of 100 would refuse the longest.

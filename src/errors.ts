@@ -25,6 +25,7 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, title: 'The request body must be JSON' },
   batch_id_reused: { status: 422, title: 'The batch id was used for other calls' },
   rate_limited: { status: 429, title: 'Too many requests' },
+  quota_exceeded: { status: 429, title: 'A quota of this tenant is used up' },
   internal_error: { status: 500, title: 'Internal error' },
   overloaded: { status: 503, title: 'The service is overloaded or shutting down' }
 } as const satisfies Record<string, { status: number, title: string }>
@@ -40,6 +41,7 @@ export type ErrorCode = keyof typeof ERRORS
  */
 export const CALL_ERRORS = {
   unknown_tool: 'No tool of that name or alias',
+  tool_quarantined: "An MCP tool changed (or is new) since its server's tools were pinned; an admin has not approved it",
   tool_not_allowed: "The run's tool list leaves the tool out",
   invalid_arguments: "The arguments do not parse, are too large or too deep, or do not match the tool's schema",
   conflict_key_unresolved: "A pointer of the tool's conflict-key template reaches nothing in the arguments",

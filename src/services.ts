@@ -17,6 +17,7 @@ import { TracedExecutor } from './telemetry/client-spans.js'
 import { ToolRegistry } from './tools/registry.js'
 import { createAuthorizer } from './auth/authorizer.js'
 import { McpServers } from './mcp/servers.js'
+import { type ToolPins, createToolPins } from './store/tool-pins.js'
 import type { ReconnectPolicy } from './mcp/connection.js'
 import { UncertainWrites, type UncertainWritesOptions } from './uncertain/service.js'
 import { ApprovalService } from './approvals/service.js'
@@ -52,6 +53,8 @@ export interface ServiceOverrides {
   leaseMs?: number
   /** How MCP servers are reconnected (tests shorten it). */
   mcpReconnect?: ReconnectPolicy
+  /** Where MCP tool definitions are pinned; default the store's (a test gives replicas one to share). */
+  toolPins?: ToolPins
   /** Told of every recovery attempt (tests). */
   uncertain?: Pick<UncertainWritesOptions, 'onRecoveryAttempt'>
   /**
@@ -71,7 +74,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const runTtlMs = config.runTtlSeconds * 1000
   const clock = overrides.clock ?? systemClock
   const unmetered = overrides.store ?? createStore(config, logger, clock)
-  const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins })
+  const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins, maxSchemaBytes: config.maxSchemaBytes, maxValidationMs: config.maxValidationMs })
   const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes, clock })
   const telemetry = createTelemetry({ logger, store: unmetered, toolNames: () => tools.list().map((t) => t.name), extra: overrides.telemetry })
   // Everything but the scrape's own gauges goes through the timed store.
@@ -79,6 +82,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const external = overrides.authorizer ?? (config.authorizerUrl === null ? undefined : createAuthorizer({ url: config.authorizerUrl, timeoutMs: config.authorizerTimeoutMs }))
   const authorizer = external === undefined ? undefined : meteredAuthorizer(external, telemetry.metrics.registry)
   const replicaId = randomUUID()
+  const pins = overrides.toolPins ?? createToolPins(config, logger)
   const mcp = new McpServers({
     tools,
     logger,
@@ -87,6 +91,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     clock,
     maxTools: config.mcpMaxTools,
     maxResponseBytes: config.maxExecutorResponseBytes,
+    pins,
     ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect })
   })
   const uncertain = new UncertainWrites({
@@ -114,7 +119,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
-    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
+    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, maxWaitingPerTenant: config.maxWaitingBatchesPerTenant }
   })
   const approvals = new ApprovalService({
     store,
@@ -156,6 +161,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
       approvals.close()
       engine.close()
       await mcp.close()
+      if (overrides.toolPins === undefined) await pins.close()
       await uncertain.close()
       await client.close()
       await store.close()

@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 /**
  * Shared test helpers: an app per test (closed on teardown), a recording
  * executor on a real port 0, and tool definitions pointing at it.
@@ -193,4 +194,22 @@ export async function freePort (): Promise<number> {
   const { port } = server.address() as { port: number }
   await new Promise((resolve) => server.close(resolve))
   return port
+}
+
+/**
+ * A client that connects to 127.0.0.1:`port`, sends `opening` (or nothing)
+ * and never the rest: answers what came back once the server closed the
+ * connection; rejects if it was still open after `giveUpMs`.
+ */
+export function stalledClient (port: number, opening: string, giveUpMs = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    let text = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => { text += chunk })
+    socket.on('close', () => resolve(text))
+    socket.on('error', reject)
+    if (opening !== '') socket.write(opening)
+    setTimeout(() => { socket.destroy(); reject(new Error('the server never closed the stalled client')) }, giveUpMs).unref()
+  })
 }

@@ -3,6 +3,11 @@ import { ApiError, api, enc, session } from './api.js'
 import { badge, h, time } from './dom.js'
 import { STATUSES, render } from './timeline.js'
 import { inbox } from './approvals.js'
+import { uncertainPanel } from './uncertain.js'
+
+/** How often a batch that is not finished is asked again while it is shown. */
+const LIVE_MS = 2000
+let liveTimer = null
 
 const view = document.getElementById('view')
 const signIn = document.getElementById('sign-in')
@@ -18,10 +23,9 @@ signIn.addEventListener('submit', async (event) => {
     try {
       await api('/v1/runs?limit=1')
     } catch (err) {
-      // An approver may not read runs, only the inbox: that key signs in to the inbox.
+      // An approver may not read runs, only the inbox; an operator reads the summary and resolves uncertain writes.
       if (!(err instanceof ApiError && err.status === 403)) throw err
-      await api('/v1/approvals')
-      target = '#/approvals'
+      target = await firstAllowed([['/v1/approvals', '#/approvals'], ['/v1/summary', '#/summary']])
     }
     document.getElementById('sign-in-error').textContent = ''
     // A new hash renders through hashchange; rendering here as well would draw the view twice.
@@ -31,9 +35,24 @@ signIn.addEventListener('submit', async (event) => {
     session.key = null
     document.getElementById('sign-in-error').textContent = err instanceof ApiError && err.status === 401
       ? 'That key is not valid.'
-      : err instanceof ApiError && err.status === 403 ? 'That key lacks the orchestrator and approver roles.' : `Sign-in failed: ${err.message}`
+      : err instanceof ApiError && err.status === 403 ? 'That key lacks the orchestrator, approver and operator roles.' : `Sign-in failed: ${err.message}`
   }
 })
+
+/** The first view whose route this key may read; throws the last refusal. */
+async function firstAllowed (choices) {
+  let refusal
+  for (const [path, target] of choices) {
+    try {
+      await api(path)
+      return target
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 403)) throw err
+      refusal = err
+    }
+  }
+  throw refusal
+}
 
 document.getElementById('sign-out').addEventListener('click', () => {
   session.key = null
@@ -48,6 +67,8 @@ async function show () {
   const signedIn = session.key !== null
   signIn.hidden = signedIn
   nav.hidden = !signedIn
+  window.clearTimeout(liveTimer)
+  liveTimer = null
   view.replaceChildren()
   if (!signedIn) return
   const path = location.hash.replace(/^#/, '') || '/'
@@ -58,6 +79,8 @@ async function show () {
     if (parts.includes(null)) view.append(h('p', { class: 'error', role: 'alert' }, 'No such page.'))
     else if (parts.length === 0) await runsView()
     else if (parts[0] === 'approvals') await inbox(view)
+    else if (parts[0] === 'summary') await summaryView()
+    else if (parts[0] === 'runs' && parts[2] === 'uncertain' && parts.length === 3) view.append(await uncertainPanel(parts[1], show))
     else if (parts[0] === 'runs' && parts.length === 2) await runView(parts[1])
     else if (parts[0] === 'runs' && parts[2] === 'batches' && parts.length === 4) await batchView(parts[1], parts[3])
     else view.append(h('p', { class: 'error' }, 'No such page.'))
@@ -132,6 +155,14 @@ async function runView (runId) {
   view.append(h('table', { class: 'batches' },
     h('thead', {}, h('tr', {}, ['turn', 'batch', 'state', 'calls', 'by status', 'completed'].map((c) => h('th', {}, c)))),
     h('tbody', {}, rows)))
+  view.append(await uncertainPanel(run.runId, show))
+}
+
+async function summaryView () {
+  const { data } = await api('/v1/summary')
+  view.append(h('h1', {}, 'Summary'), h('p', { class: 'muted' }, 'Every run since the service started. A run\'s uncertain writes: #/runs/<run>/uncertain.'))
+  const rows = Object.entries(data ?? {}).filter(([, v]) => typeof v !== 'object' || v === null)
+  view.append(h('table', { class: 'summary' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'num' }, String(v)))))))
 }
 
 async function batchView (runId, batchId) {
@@ -140,26 +171,85 @@ async function batchView (runId, batchId) {
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Runs'), ' / ', h('a', { href: `#/runs/${enc(runId)}` }, runId), ' / ', batchId),
     h('h1', {}, `Batch ${batchId}`, answer.turn ? ` (turn ${answer.turn})` : ''))
   if (!Array.isArray(answer.results) || answer.state === 'awaiting_approval' || answer.state === 'running') {
-    view.append(h('p', { class: 'pending' }, `This batch is ${answer.state ?? 'not finished'}. `,
-      answer.state === 'awaiting_approval' ? h('a', { href: '#/approvals' }, 'Open the approvals inbox.') : '',
-      ' ', h('button', { type: 'button', onclick: show }, 'Refresh')))
+    view.append(h('p', { class: 'pending', 'data-state': answer.state ?? '' }, `This batch is ${answer.state ?? 'not finished'}; this page updates by itself when it completes. `,
+      answer.state === 'awaiting_approval' ? h('a', { href: '#/approvals' }, 'Open the approvals inbox.') : ''))
+    if (answer.state === 'awaiting_approval') view.append(heldTable(answer))
+    // Live: asked again until it completes, as long as this batch is what the page shows.
+    const shown = location.hash
+    liveTimer = window.setTimeout(() => { if (location.hash === shown) show() }, LIVE_MS)
     return
   }
   const runState = answer.run?.terminationReason ? `${answer.run.state}: ${answer.run.terminationReason}` : answer.run?.state
   view.append(h('p', {}, 'Run after the batch: ', badge(answer.run?.state ?? 'unknown', runState ?? 'unknown'), answer.continue === false ? ' · the orchestrator must not continue' : ''))
   for (const m of answer.policyMessages ?? []) view.append(h('p', { class: 'policy' }, '↻ policy message to the model: ', m.content))
   view.append(h('div', { class: 'legend' }, STATUSES.map((s) => badge(s)), h('span', { class: 'legend-arrow' }, '→ blocked by')))
-  view.append(h('div', { class: 'timeline-wrap' }, render(answer)))
+  const wrap = h('div', { class: 'timeline-wrap' })
+  view.append(wrap)
+  // As wide as the page allows: no scrolling at 800 px, the text at its real size.
+  wrap.append(render(answer, { width: wrap.clientWidth - 2 }))
+  const here = new Set(answer.results.map((r) => r.callId))
+  // A write of an earlier turn that blocked a call here: its batch, from the run's unresolved uncertain writes.
+  const elsewhere = answer.results.some((r) => r.details?.blockedBy && !here.has(r.details.blockedBy))
+  const earlier = new Map()
+  if (elsewhere) {
+    const { data } = await api(`/v1/runs/${enc(runId)}/uncertain`).catch(() => ({ data: null }))
+    for (const w of data?.uncertain ?? []) earlier.set(w.operationId, w)
+  }
+  const waitedSince = new Map((answer.events ?? []).filter((e) => e.type === 'call.awaiting_approval').map((e) => [e.callId, e.at]))
   view.append(h('table', { class: 'calls' },
-    h('thead', {}, h('tr', {}, ['#', 'call', 'tool', 'status', 'epoch', 'started', 'duration', 'why'].map((c) => h('th', {}, c)))),
+    h('thead', {}, h('tr', {}, ['#', 'call', 'tool', 'status', 'epoch', 'started', 'duration', 'why', 'decision'].map((c) => h('th', {}, c)))),
     h('tbody', {}, answer.results.map((r, i) => {
       const d = r.details ?? {}
-      const why = [d.reason, d.cause, d.httpStatus ? `HTTP ${d.httpStatus}` : null, d.blockedBy ? `blocked by ${d.blockedBy}` : null].filter(Boolean).join(', ')
+      const why = [d.reason, d.cause, d.httpStatus ? `HTTP ${d.httpStatus}` : null].filter(Boolean).join(', ')
       return h('tr', { 'data-call': r.callId },
         h('td', { class: 'num' }, i + 1), h('td', {}, r.callId), h('td', {}, r.name), h('td', {}, badge(r.status)),
-        h('td', { class: 'num' }, d.epoch ?? ''), h('td', {}, d.startedAt ? new Date(d.startedAt).toLocaleTimeString() : ''),
-        h('td', { class: 'num' }, typeof d.durationMs === 'number' ? `${d.durationMs} ms` : ''), h('td', {}, why))
+        h('td', { class: 'num' }, d.epoch ?? ''), h('td', {}, d.startedAt ? clock(d.startedAt) : ''),
+        h('td', { class: 'num' }, typeof d.durationMs === 'number' ? `${d.durationMs} ms` : ''),
+        h('td', {}, why, d.blockedBy ? [why === '' ? '' : ', ', blockedByLink(runId, d, here, earlier)] : ''),
+        h('td', { class: 'decision' }, decision(d.approval, waitedSince.get(r.callId))))
     }))))
+}
+
+/** The calls a waiting batch holds for a decision. */
+function heldTable (answer) {
+  return h('table', { class: 'held' },
+    h('thead', {}, h('tr', {}, ['held call', 'tool', 'requested', 'expires'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, (answer.approvals ?? []).map((a) => h('tr', { 'data-call': a.callId },
+      h('td', {}, a.callId), h('td', {}, a.tool), h('td', {}, time(a.requestedAt)), h('td', {}, time(a.expiresAt))))))
+}
+
+/** "blocked by c1", linked to the blocker's row here or to the earlier batch that sent it. */
+function blockedByLink (runId, d, here, earlier) {
+  if (here.has(d.blockedBy)) return h('a', { href: `#${location.hash.replace(/^#/, '')}`, onclick: (e) => { e.preventDefault(); view.querySelector(`tr[data-call="${window.CSS.escape(d.blockedBy)}"]`)?.scrollIntoView() } }, `blocked by ${d.blockedBy}`)
+  const w = earlier.get(d.blockedByOperation)
+  if (w === undefined) return `blocked by ${d.blockedBy} (an earlier turn)`
+  return h('a', { class: 'blocked-by', href: `#/runs/${enc(runId)}/batches/${enc(w.batchId)}` }, `blocked by ${d.blockedBy} (batch ${w.batchId})`)
+}
+
+/** Who decided, when, what, why, whether edited, and how long the call waited. */
+function decision (approval, since) {
+  if (approval === undefined) return ''
+  const who = approval.by?.name ?? approval.by?.tenant ?? (typeof approval.by === 'string' ? approval.by : '')
+  const waited = since && approval.at ? ` after ${duration(Date.parse(approval.at) - Date.parse(since))}` : ''
+  return [badge(approval.decision === 'approved' ? 'ok' : 'denied', approval.decision),
+    `${who ? `by ${who} ` : ''}${approval.at ? `at ${clock(approval.at)}` : ''}${waited}`,
+    approval.edited ? h('span', { class: 'edited' }, ' · edited') : '',
+    // What the person changed: the arguments as held, then as approved.
+    approval.arguments ? h('span', { class: 'edit' }, `: ${JSON.stringify(approval.arguments.original)} → ${JSON.stringify(approval.arguments.edited)}`) : '',
+    approval.reason ? h('span', { class: 'reason' }, ` · “${approval.reason}”`) : '']
+}
+
+/** A time of day with milliseconds: calls of one batch start within the same second. */
+function clock (iso) {
+  const d = new Date(iso)
+  return `${d.toLocaleTimeString([], { hour12: false })}.${String(d.getMilliseconds()).padStart(3, '0')}`
+}
+
+function duration (ms) {
+  if (!(ms >= 0)) return ''
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`
+  return `${Math.round(ms / 60_000)} min`
 }
 
 function fact (name, value) {

@@ -43,6 +43,11 @@ export function layout (answer) {
     const blocker = row.blockedBy === null ? undefined : byId.get(row.blockedBy)
     row.at = blocker?.end ?? epochs.get(row.epoch)?.start ?? 0
   }
+  // An epoch that holds only untimed calls (say, one blocked call) still gets its band and label.
+  for (const row of rows) {
+    if (row.start !== null || row.epoch === null || epochs.has(row.epoch)) continue
+    epochs.set(row.epoch, { epoch: row.epoch, start: row.at, end: row.at })
+  }
   const arrows = rows
     .filter((row) => row.status === 'blocked' && row.blockedBy !== null && byId.has(row.blockedBy))
     .map((row) => ({ from: byId.get(row.blockedBy), to: row }))
@@ -50,10 +55,17 @@ export function layout (answer) {
 }
 
 const SVG = 'http://www.w3.org/2000/svg'
-const LABEL = 250
-const CHART = 700
-const ROW = 28
-const AXIS = 26
+const LABEL = 260
+/** Room left of time zero, so a mark drawn there is not cut by the labels. */
+const PAD = 14
+/** The column on the right where repeat marks go, clear of every epoch. */
+const REPEATS = 100
+const ROW = 30
+const AXIS = 46
+/** Room one epoch label takes ("epoch 12" at 13 px, and a gap). */
+const EPOCH_LABEL = 70
+/** The narrowest time axis drawn; a wider page gets a wider one. */
+const MIN_CHART = 280
 
 function el (name, attrs = {}, text) {
   const node = document.createElementNS(SVG, name)
@@ -65,35 +77,43 @@ function el (name, attrs = {}, text) {
 const ms = (v) => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)) + ' ms'
 
 /** The timeline of a batch answer as an SVG element. */
-export function render (answer) {
+export function render (answer, { width = 990 } = {}) {
   const { rows, epochs, arrows, span } = layout(answer)
-  const x = (t) => LABEL + (t / span) * CHART
+  const CHART = Math.max(MIN_CHART, Math.floor(width) - LABEL - PAD - REPEATS - 12)
+  const total = LABEL + PAD + CHART + REPEATS + 12
+  const x = (t) => LABEL + PAD + (t / span) * CHART
   // A blocked call's mark sits a little after its blocker's end, so the arrow between them can be seen.
   const markX = (row) => x(row.at) + (row.status === 'blocked' && row.blockedBy !== null ? 30 : 0)
   const y = (i) => AXIS + i * ROW
   const height = AXIS + rows.length * ROW + 22
-  const svg = el('svg', { class: 'timeline', width: LABEL + CHART + 40, height, viewBox: `0 0 ${LABEL + CHART + 40} ${height}`, role: 'img', 'aria-label': `Timeline of batch ${answer.batchId}` })
+  const svg = el('svg', { class: 'timeline', width: total, height, viewBox: `0 0 ${total} ${height}`, role: 'img', 'aria-label': `Timeline of batch ${answer.batchId}` })
   const defs = el('defs')
   const head = el('marker', { id: 'arrowhead', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' })
   head.append(el('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrowhead' }))
   defs.append(head)
   svg.append(defs)
 
+  // Labels on two lines: epochs that start at nearly the same time (one of only a blocked call, then the next) keep theirs apart.
+  const lineFree = [-Infinity, -Infinity]
   for (const e of epochs) {
     const g = el('g', { class: `epoch epoch-${e.epoch % 2}`, 'data-epoch': e.epoch })
     g.append(el('rect', { x: x(e.start), y: AXIS - 6, width: Math.max(2, x(e.end) - x(e.start)), height: rows.length * ROW + 6 }))
-    g.append(el('text', { x: x(e.start) + 3, y: AXIS - 10, class: 'epoch-label' }, `epoch ${e.epoch}`))
+    const want = x(e.start) + 3
+    const line = lineFree[0] <= want ? 0 : lineFree[1] <= want ? 1 : lineFree[0] <= lineFree[1] ? 0 : 1
+    const labelX = Math.max(want, lineFree[line])
+    lineFree[line] = labelX + EPOCH_LABEL
+    g.append(el('text', { x: labelX, y: line === 0 ? 16 : AXIS - 10, class: 'epoch-label' }, `epoch ${e.epoch}`))
     svg.append(g)
   }
   const bottom = AXIS + rows.length * ROW + 14
-  svg.append(el('text', { x: LABEL, y: bottom, class: 'axis' }, '0 ms'))
-  svg.append(el('text', { x: LABEL + CHART, y: bottom, class: 'axis', 'text-anchor': 'end' }, ms(span)))
+  svg.append(el('text', { x: x(0), y: bottom, class: 'axis' }, '0 ms'))
+  svg.append(el('text', { x: x(span), y: bottom, class: 'axis', 'text-anchor': 'end' }, ms(span)))
 
   for (const row of rows) {
     const top = y(row.index)
     const g = el('g', { class: `row status-${row.status}`, 'data-call': row.callId, 'data-status': row.status })
-    g.append(el('text', { x: 6, y: top + ROW / 2 + 4, class: 'label' }, `${row.index + 1}. ${row.callId} · ${row.name}`))
-    g.append(el('text', { x: LABEL - 8, y: top + ROW / 2 + 4, class: 'status-label', 'text-anchor': 'end' }, row.status))
+    g.append(el('text', { x: 6, y: top + ROW / 2 + 5, class: 'label' }, `${row.index + 1}. ${row.callId} · ${row.name}`))
+    g.append(el('text', { x: LABEL - 8, y: top + ROW / 2 + 5, class: 'status-label', 'text-anchor': 'end' }, row.status))
     let shape
     if (row.start !== null) {
       shape = el('rect', { class: 'bar', x: x(row.start), y: top + 5, width: Math.max(2, x(row.end) - x(row.start)), height: ROW - 10, rx: 3, 'data-start': row.start, 'data-duration': row.end - row.start })
@@ -109,8 +129,7 @@ export function render (answer) {
     shape.append(el('title', {}, tip.join('\n')))
     g.append(shape)
     if (row.repeat !== null) {
-      const at = row.start !== null ? x(row.end) + 6 : markX(row) + 10
-      g.append(el('text', { x: at, y: top + ROW / 2 + 4, class: `repeat-mark repeat-${row.repeat}`, 'data-action': row.repeat }, row.repeat === 'terminated' ? '⛔ repeat' : '↻ repeat'))
+      g.append(el('text', { x: total - REPEATS, y: top + ROW / 2 + 5, class: `repeat-mark repeat-${row.repeat}`, 'data-action': row.repeat }, row.repeat === 'terminated' ? '⛔ repeat' : '↻ repeat'))
     }
     svg.append(g)
   }

@@ -32,7 +32,7 @@ export function awaitingView (run: RunRecord, batchId: string): AwaitingResponse
 }
 
 /** The answer of a waiting batch as it stands: the batch request's 202, a resend's, the batch resource's. */
-export function awaitingResponse (runId: string, w: WaitingBatch, run: Pick<RunRecord, 'state' | 'terminationReason'>): AwaitingResponse {
+export function awaitingResponse (runId: string, w: WaitingBatch, run: Pick<RunRecord, 'state' | 'terminationReason'> & { uncertain?: RunRecord['uncertain'] }): AwaitingResponse {
   const results: CallResult[] = []
   w.outcomes.forEach((o, index) => {
     if (o.ok) return
@@ -47,7 +47,7 @@ export function awaitingResponse (runId: string, w: WaitingBatch, run: Pick<RunR
     turn: w.turn,
     state: 'awaiting_approval',
     results,
-    approvals: pendingApprovals(w),
+    approvals: pendingApprovals(w, run.uncertain),
     events: w.events,
     policyMessages: [],
     continue: true,

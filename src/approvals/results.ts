@@ -8,6 +8,7 @@ function approvalDetails (d: Decision): Record<string, unknown> {
   if (d.by !== null) out.by = d.by
   if (d.reason !== undefined) out.reason = d.reason
   if (d.edited === true) out.edited = true
+  if (d.arguments !== undefined) out.arguments = d.arguments
   return out
 }
 

@@ -79,7 +79,7 @@ export class ApprovalService {
       const w = run.waiting
       // A run past its timeoutMs is over, though no sweep has settled its batch yet.
       if (run.tenant !== tenant || w == null || w.phase !== 'awaiting' || deadlinePassed(run, now)) continue
-      for (const p of pendingApprovals(w)) out.push({ runId: run.runId, batchId: w.batchId, ...p })
+      for (const p of pendingApprovals(w, run.uncertain)) out.push({ runId: run.runId, batchId: w.batchId, ...p })
     }
     return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt))
   }

@@ -5,6 +5,11 @@ export interface PendingApproval {
   arguments: Record<string, unknown>
   requestedAt: string
   expiresAt: string
+  /**
+   * The call retries a write whose outcome is still unknown (this operation
+   * id): approved, it is `blocked`, not run, until that write is resolved.
+   */
+  blockedBy?: string
 }
 
 /** A decision as the approvals route takes it. */
@@ -21,4 +26,6 @@ export interface ApprovalSettings {
   ttlMs: number
   /** How long after the approvals expire the run stays pinned, should no replica take the batch up at once. */
   graceMs: number
+  /** Most batches of one tenant waiting at once (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); unset, no bound. */
+  maxWaitingPerTenant?: number
 }

@@ -9,6 +9,8 @@ import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall } from '..
 import type { ToolLookup } from '../model/tool.js'
 import { type Decider, type Decision, type StoredOutcome, type WaitingBatch, isPending } from '../model/waiting.js'
 import type { DecisionInput, PendingApproval } from './types.js'
+import { weighCalls } from '../uncertain/batch.js'
+import type { Uncertainty } from '../model/uncertainty.js'
 
 /** Source positions of the prepared (not rejected) calls whose tool requires approval. */
 export function heldIndexes (outcomes: readonly PreparationOutcome[]): number[] {
@@ -65,14 +67,31 @@ export function storeOutcome (o: PreparationOutcome): StoredOutcome {
 }
 
 /** Every call of the batch still waiting for a decision, as the API shows it. */
-export function pendingApprovals (w: WaitingBatch): PendingApproval[] {
+export function pendingApprovals (w: WaitingBatch, uncertain?: readonly Uncertainty[]): PendingApproval[] {
   const out: PendingApproval[] = []
   const requestedAt = new Date(w.requestedAt).toISOString()
   const expiresAt = new Date(w.expiresAt).toISOString()
   w.outcomes.forEach((o, i) => {
-    if (o.ok && isPending(o)) out.push({ callId: w.calls[i]!.id, tool: o.tool, arguments: o.arguments, requestedAt, expiresAt })
+    if (!o.ok || !isPending(o)) return
+    const entry: PendingApproval = { callId: w.calls[i]!.id, tool: o.tool, arguments: o.arguments, requestedAt, expiresAt }
+    // Said while the write it retries is still unresolved: approving it then would not run it.
+    if (o.retryOf !== undefined && uncertain?.some((u) => u.operationId === o.retryOf) === true) entry.blockedBy = o.retryOf
+    out.push(entry)
   })
   return out
+}
+
+/**
+ * Marks the held calls that retry one of the run's unresolved uncertain
+ * writes and would be `blocked` at admission (SPEC section 14), inside the
+ * update that holds the batch: the person asked sees it before deciding.
+ */
+export function markBlockedRetries (w: WaitingBatch, uncertain: readonly Uncertainty[] | undefined, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): void {
+  const weighed = weighCalls(uncertain, outcomes, fingerprints)
+  w.outcomes.forEach((o, i) => {
+    const h = weighed[i]
+    if (o.ok && o.held && h?.kind === 'blocked') o.retryOf = h.by.operationId
+  })
 }
 
 /** The next event of the batch, numbered after those it has. */
@@ -117,7 +136,10 @@ export function applyDecisions (w: WaitingBatch, decisions: readonly DecisionInp
     const decision: Decision = { approve: d.approve, by, at: now }
     if (!d.approve && d.reason !== undefined) decision.reason = d.reason
     const edit = d.approve ? edits.get(d.callId) : undefined
-    if (edit !== undefined) decision.edited = true
+    if (edit !== undefined) {
+      decision.edited = true
+      decision.arguments = { original: structuredClone(held.arguments), edited: structuredClone(edit.arguments) }
+    }
     // An edit that failed preparation leaves a rejection, decided as approved.
     w.outcomes[i] = { ...(edit ?? held), ...(edit?.ok === true ? { held: true } : {}), decision }
     const event = d.approve

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 
 /** The admin changes an audit line names. */
-export type AuditAction = 'tool.created' | 'tool.replaced' | 'tool.deleted' | 'mcp_server.created' | 'mcp_server.replaced' | 'mcp_server.deleted' | 'mcp_server.refreshed'
+export type AuditAction = 'tool.created' | 'tool.replaced' | 'tool.deleted' | 'mcp_server.created' | 'mcp_server.replaced' | 'mcp_server.deleted' | 'mcp_server.refreshed' | 'mcp_server.pins_approved'
 
 /**
  * One `admin change` line per change an admin made: who (tenant and key

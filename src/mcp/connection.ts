@@ -259,8 +259,16 @@ export class McpConnection {
   #importProblems: string | null = null
   #toolCount = 0
 
+  /** Imports the last listing again (an admin approved quarantined tools); nothing when the server was never listed. */
+  reimport (): Promise<void> {
+    return this.#lastListed === null ? Promise.resolve() : this.#import(this.#lastListed)
+  }
+
+  #lastListed: readonly unknown[] | null = null
+
   /** Installs a listing after the one before it; the state changes when it is in place. */
   #import (listed: readonly unknown[]): Promise<void> {
+    this.#lastListed = listed
     const run = async (): Promise<void> => {
       const problems = await this.#hooks.install(listed)
       this.#imported = true

@@ -20,6 +20,8 @@ export interface ImportSettings {
   exclude: readonly string[]
   timeoutMs: number
   overrides: Readonly<Record<string, McpToolOverride>>
+  /** Whether the server's tools are pinned and changes quarantined (SPEC §18). @default false */
+  pinning?: boolean
   /** Most tools imported from the server (TOOLGATE_MCP_MAX_TOOLS). @default DEFAULT_MAX_TOOLS */
   maxTools?: number
 }

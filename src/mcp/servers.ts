@@ -10,9 +10,11 @@ import { problemAt, schemaProblems } from '../tools/schema-problems.js'
 import type { Tool } from '../model/tool.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
 import type { Clock } from '../clock.js'
-import { DEFAULT_MAX_TOOLS, type ImportSettings, planImport, planPlaceholders, quotedName } from './import.js'
+import { DEFAULT_MAX_TOOLS, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName } from './import.js'
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
 import { McpToolExecutor } from './executor.js'
+import { changesBetween, pinOf } from './pins.js'
+import { MemoryToolPins, type ToolPin, type ToolPins } from '../store/tool-pins.js'
 
 /** A server definition that cannot be used; `problems` names each thing wrong. */
 export class InvalidMcpServerError extends Error {
@@ -36,6 +38,34 @@ export interface McpServersOptions {
   maxTools?: number
   /** Longest tools/call answer read (TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES). @default 1 MiB */
   maxResponseBytes?: number
+  /** Where tool definitions are pinned (shared by replicas on a shared store). @default this process's memory */
+  pins?: ToolPins
+}
+
+/** A tool as the pins route shows it (SPEC §18). */
+export interface PinView {
+  name: string
+  serverToolName: string
+  state: 'pinned' | 'quarantined'
+  pinned: Record<string, unknown> | null
+  current: Record<string, unknown>
+  changes: string[]
+}
+
+/** A tool of a pinned server whose listed definition is not its pin (or that has none). */
+interface Held { name: string, current: ToolPin, pinned: ToolPin | null }
+
+/** What the last import of a server made of pins: each imported tool's current pin, and the tools held back. */
+interface PinState { current: Map<string, { name: string, pin: ToolPin }>, held: Map<string, Held> }
+
+/** An approval that names tools the server does not hold in quarantine. */
+export class NotQuarantinedError extends Error {
+  readonly names: string[]
+  constructor (names: string[]) {
+    super(`not in quarantine: ${names.join(', ')}`)
+    this.name = 'NotQuarantinedError'
+    this.names = names
+  }
 }
 
 /** An import compiles tools for at most this long before it lets other work run. */
@@ -59,10 +89,62 @@ export class McpServers {
   readonly #up: Gauge<'server'>
   readonly #waiters: Array<{ name: string, until: (view: McpServerView) => boolean, resolve: () => void }> = []
   readonly #compiled = new WeakMap<McpConnection, Map<string, Compiled>>()
+  readonly #pinState = new WeakMap<McpConnection, PinState>()
+  readonly #pins: ToolPins
+  readonly #quarantinedGauge: Gauge<'server'>
 
   constructor (opts: McpServersOptions) {
     this.#opts = opts
     this.#up = new Gauge({ name: 'toolgate_mcp_server_up', help: 'Whether an MCP server is connected and its tools imported (1) or not (0).', labelNames: ['server'], registers: [opts.metrics] })
+    this.#quarantinedGauge = new Gauge({ name: 'toolgate_tools_quarantined', help: 'Tools of an MCP server held in quarantine: changed or new since its tools were pinned.', labelNames: ['server'], registers: [opts.metrics] })
+    this.#pins = opts.pins ?? new MemoryToolPins()
+  }
+
+  /** The server's pinned and quarantined tools, with what differs (SPEC §18); undefined for an unknown server. */
+  async pinsOf (name: string): Promise<PinView[] | undefined> {
+    const conn = this.#servers.get(name)
+    if (conn === undefined) return undefined
+    const stored = await this.#pins.pinsOf(name)
+    const state = this.#pinState.get(conn)
+    const views: PinView[] = []
+    for (const [remote, { name: imported, pin }] of state?.current ?? []) {
+      const pinned = stored.get(remote) ?? pin
+      views.push({ name: imported, serverToolName: remote, state: 'pinned', pinned: pinned.definition, current: pin.definition, changes: [] })
+    }
+    for (const [remote, held] of state?.held ?? []) {
+      const pinned = stored.get(remote) ?? held.pinned
+      views.push({
+        name: held.name,
+        serverToolName: remote,
+        state: 'quarantined',
+        pinned: pinned?.definition ?? null,
+        current: held.current.definition,
+        changes: pinned === null ? ['a new tool: the server had no such tool when its tools were pinned'] : changesBetween(pinned.definition, held.current.definition)
+      })
+    }
+    return views.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  /**
+   * Pins the current definitions of quarantined tools (by imported name) and
+   * imports them; throws NotQuarantinedError naming any that are not held.
+   */
+  async approve (name: string, names: readonly string[]): Promise<PinView[] | undefined> {
+    const conn = this.#servers.get(name)
+    if (conn === undefined) return undefined
+    const held = this.#pinState.get(conn)?.held ?? new Map<string, Held>()
+    const byName = new Map([...held].map(([remote, h]) => [h.name, { remote, h }]))
+    const missing = names.filter((n) => !byName.has(n))
+    if (missing.length > 0) throw new NotQuarantinedError(missing.slice(0, 10).map(quotedName))
+    const approved = new Map<string, ToolPin>()
+    for (const n of names) {
+      const { remote, h } = byName.get(n)!
+      approved.set(remote, { ...h.current, pinnedAt: this.#opts.clock?.now() ?? Date.now() })
+    }
+    await this.#pins.approve(name, approved)
+    this.#opts.logger.info({ mcpServer: name, tools: names.slice(0, 10).map(quotedName), approved: names.length }, 'MCP tools approved')
+    await conn.reimport()
+    return await this.pinsOf(name)
   }
 
   /** Checks a definition whole, or throws InvalidMcpServerError listing every problem. */
@@ -135,7 +217,9 @@ export class McpServers {
     this.#servers.delete(name)
     await conn.close()
     this.#opts.tools.replaceOwned(name, [])
+    this.#opts.tools.setQuarantined(name, [])
     this.#up.remove({ server: name })
+    this.#quarantinedGauge.remove({ server: name })
     this.#opts.logger.info({ mcpServer: name }, 'MCP server removed')
     return true
   }
@@ -208,6 +292,7 @@ export class McpServers {
     })
     this.#servers.set(def.name, conn)
     this.#up.set({ server: def.name }, 0)
+    this.#quarantinedGauge.set({ server: def.name }, 0)
     log.info({ mcpServer: def.name, transport: def.transport }, 'MCP server added')
     await conn.connect()
   }
@@ -219,6 +304,47 @@ export class McpServers {
    * COMPILE_SLICE_MS, letting other work run between slices, so that a long
    * list never holds the event loop.
    */
+  /**
+   * Pins a server's tools the first time it is imported, and holds back in
+   * quarantine each tool whose definition is not its pin, or that has none
+   * (SPEC §18); answers the tools that may be imported. Without the pins
+   * (the store is unreachable) nothing new is imported: fail closed.
+   */
+  async #quarantine (conn: McpConnection, definitions: ImportedDefinition[], problems: string[]): Promise<ImportedDefinition[]> {
+    const server = conn.settings.name
+    const now = this.#opts.clock?.now() ?? Date.now()
+    const current = new Map(definitions.map((d) => [d.remoteName, pinOf(d.listed, now)]))
+    let pins: Map<string, ToolPin>
+    try {
+      pins = await this.#pins.pinFirst(server, current)
+    } catch {
+      problems.push('the pins could not be read from the store: no tool was imported')
+      return []
+    }
+    const before = this.#pinState.get(conn)?.held ?? new Map<string, Held>()
+    const state: PinState = { current: new Map(), held: new Map() }
+    const kept: ImportedDefinition[] = []
+    for (const d of definitions) {
+      const pin = current.get(d.remoteName)!
+      const pinned = pins.get(d.remoteName) ?? null
+      const name = d.definition.name as string
+      if (pinned !== null && pinned.hash === pin.hash) {
+        state.current.set(d.remoteName, { name, pin })
+        kept.push(d)
+        continue
+      }
+      state.held.set(d.remoteName, { name, current: pin, pinned })
+      if (before.get(d.remoteName)?.current.hash !== pin.hash) {
+        this.#opts.logger.warn({ event: 'tool.quarantined', mcpServer: server, tool: quotedName(name), why: pinned === null ? 'new' : 'changed' }, 'MCP tool quarantined')
+      }
+    }
+    this.#pinState.set(conn, state)
+    this.#opts.tools.setQuarantined(server, [...state.held.values()].map((h) => h.name))
+    this.#quarantinedGauge.set({ server }, state.held.size)
+    if (state.held.size > 0) problems.push(`${state.held.size} tools in quarantine until an admin approves them (GET /v1/mcp-servers/${server}/pins)`)
+    return kept
+  }
+
   async #install (conn: McpConnection, listed: readonly unknown[] | null): Promise<string[]> {
     if (this.#servers.get(conn.settings.name) !== conn) return []
     const { settings } = conn
@@ -228,6 +354,10 @@ export class McpServers {
     await nextTurn()
     if (this.#servers.get(settings.name) !== conn) return []
     const problems = plan.problems
+    if (listed !== null && settings.pinning) {
+      plan.definitions = await this.#quarantine(conn, plan.definitions, problems)
+      if (this.#servers.get(settings.name) !== conn) return []
+    }
     const before = this.#compiled.get(conn) ?? new Map<string, Compiled>()
     const after = new Map<string, Compiled>()
     const tools: Tool[] = []
@@ -264,6 +394,7 @@ export class McpServers {
 function settingsOf (def: McpServerDefinition, maxTools: number): ImportSettings {
   return {
     maxTools,
+    pinning: (def.pinning ?? (def.trust === 'trusted' ? 'off' : 'on')) === 'on',
     name: def.name,
     trust: def.trust ?? 'untrusted',
     prefix: def.prefix ?? `${def.name}_`,
@@ -282,6 +413,7 @@ function viewOf (conn: McpConnection, tools: ToolRegistry): McpServerView {
     transport: def.transport,
     trust: s.trust,
     prefix: s.prefix,
+    pinning: s.pinning ? 'on' : 'off',
     timeoutMs: s.timeoutMs,
     overrides: s.overrides as Record<string, Record<string, unknown>>,
     state: conn.state,

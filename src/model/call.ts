@@ -4,6 +4,8 @@ import type { Tool } from './tool.js'
 /** Why preparation refused a call; the SPEC's `details.reason` codes, each a code of the catalogue (`CALL_ERRORS`, src/errors.ts: `rejectedResult` hands it to `errorContent`, which takes only those). */
 export type RejectionReason =
   | 'unknown_tool'
+  /** An MCP tool whose definition changed since it was pinned, or new to a pinned server (SPEC §18). */
+  | 'tool_quarantined'
   | 'tool_not_allowed'
   | 'invalid_arguments'
   | 'conflict_key_unresolved'

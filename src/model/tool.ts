@@ -84,4 +84,6 @@ export interface Projection {
 /** Looks tools up by name or alias. */
 export interface ToolLookup {
   resolve (nameOrAlias: string): Tool | undefined
+  /** Whether the name is an MCP tool held in quarantine (SPEC §18): not offered, its calls rejected. */
+  quarantined? (name: string): boolean
 }

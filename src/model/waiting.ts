@@ -24,6 +24,8 @@ export interface Decision {
   at: number
   /** The approver changed the arguments (they went through preparation again). */
   edited?: boolean
+  /** With `edited`: the arguments as held and as the edit made them (prepared, or as far as preparation got). Shown to operators, never logged. */
+  arguments?: { original: Record<string, unknown>, edited: unknown }
   expired?: boolean
 }
 
@@ -34,7 +36,7 @@ export interface Decision {
  * them up there.
  */
 export type StoredOutcome =
-  | { ok: true, tool: string, arguments: Record<string, unknown>, held: boolean, decision?: Decision, conflictKey: string | null }
+  | { ok: true, tool: string, arguments: Record<string, unknown>, held: boolean, decision?: Decision, conflictKey: string | null, retryOf?: string }
   | { ok: false, tool: string | null, reason: RejectionReason, message: string, arguments: unknown, decision?: Decision }
 
 /** A batch waiting for decisions, kept in its run's record (so it is atomic with it in every store). */

@@ -217,5 +217,8 @@ export function resolveTool (name: unknown, lookup: ToolLookup): StageResult<Too
   const tool = typeof name === 'string' ? lookup.resolve(name) : undefined
   if (tool !== undefined) return { ok: true, value: tool }
   const shown = typeof name === 'string' ? ` ${JSON.stringify(name.slice(0, 64))}` : ''
+  if (typeof name === 'string' && lookup.quarantined?.(name) === true) {
+    return { ok: false, reason: 'tool_quarantined', message: `the tool${shown} is held in quarantine: its definition changed since an admin approved it` }
+  }
   return { ok: false, reason: 'unknown_tool', message: `there is no tool named${shown}` }
 }

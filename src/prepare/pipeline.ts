@@ -2,6 +2,7 @@
  * The preparation pipeline (SPEC section 5): every stage, in order, for each
  * call of a batch. A call that fails a stage is rejected and the others go on.
  */
+import { performance } from 'node:perf_hooks'
 import type { Tool, ToolLookup } from '../model/tool.js'
 import { authorizeLocally, type ExternalAuthorizer } from './authorize.js'
 import { coerceScalars, parseArguments, renameArgumentAliases, resolveTool } from './compat.js'
@@ -111,6 +112,28 @@ export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, c
   return local.ok ? withConflictKey(call, local) : local
 }
 
+/** Preparing a batch's calls gives the event loop back after this long, so costly calls never hold it for other requests (SPEC section 19). */
+const PREPARATION_SLICE_MS = 20
+
+/**
+ * `prepare` on each call in order, yielding the event loop (setImmediate)
+ * whenever a slice has run PREPARATION_SLICE_MS: each call's own time is
+ * bounded (TOOLGATE_MAX_VALIDATION_MS), and a batch of many costly calls
+ * no longer adds them up into one stall. Cheap batches never yield.
+ */
+async function sliced<T> (calls: readonly RawCall[], prepare: (call: RawCall, index: number) => T): Promise<T[]> {
+  const out: T[] = []
+  let sliceStart = performance.now()
+  for (let i = 0; i < calls.length; i++) {
+    out.push(prepare(calls[i]!, i))
+    if (i + 1 < calls.length && performance.now() - sliceStart > PREPARATION_SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve))
+      sliceStart = performance.now()
+    }
+  }
+  return out
+}
+
 /**
  * Prepares every call of a batch: one outcome per call, in source order. With
  * an external authorizer, its decisions for all the calls that reach it are
@@ -119,8 +142,8 @@ export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, c
 export async function prepareBatch (
   calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer?: ExternalAuthorizer
 ): Promise<PreparationOutcome[]> {
-  if (authorizer === undefined) return calls.map((call, index) => prepareCall(call, index, lookup, ctx))
-  const locals = calls.map((call, index) => prepareLocally(call, index, lookup, ctx))
+  if (authorizer === undefined) return await sliced(calls, (call, index) => prepareCall(call, index, lookup, ctx))
+  const locals = await sliced(calls, (call, index) => prepareLocally(call, index, lookup, ctx))
   return await Promise.all(locals.map((local, index) =>
     local.ok ? authorizeExternally(calls[index] as RawCall, local, ctx, authorizer) : local))
 }

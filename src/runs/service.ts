@@ -4,6 +4,7 @@ import type { CreateRunInput } from '../../schemas/run.js'
 import { type Clock, systemClock } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import { StoreFullError } from '../store/memory.js'
+import { TenantRunsQuotaError } from '../store/records.js'
 import type { Store } from '../store/types.js'
 import { resolveRunOptions } from './options.js'
 import { newRunRecord } from './record.js'
@@ -31,6 +32,9 @@ export interface RunServiceOptions {
   clock?: Clock
 }
 
+/** Most bytes of a run's `metadata` as JSON (SPEC section 19): it is kept, and read, with the run. */
+export const MAX_METADATA_BYTES = 16 * 1024
+
 /** Run life cycle behind the routes: create, read, end, cancel, messages. */
 export class RunService {
   readonly #options: RunServiceOptions
@@ -57,12 +61,17 @@ export class RunService {
   }
 
   async create (tenant: string, input: CreateRunInput): Promise<RunView> {
+    const metadataBytes = input.metadata === undefined ? 0 : Buffer.byteLength(JSON.stringify(input.metadata))
+    if (metadataBytes > MAX_METADATA_BYTES) {
+      throw new ProblemError('quota_exceeded', `The run's metadata is ${metadataBytes} bytes as JSON, over the quota of ${MAX_METADATA_BYTES}.`)
+    }
     const run = newRunRecord(input.runId ?? `run_${randomUUID()}`, tenant, resolveRunOptions(input, this.#options.maxConcurrentTools, this.#options.loopDefaults), this.#clock.now())
     let created: boolean
     try {
       created = await this.#options.store.createRun(run)
     } catch (err) {
       if (err instanceof StoreFullError) throw new ProblemError('overloaded', 'Too many runs are busy; try again later.')
+      if (err instanceof TenantRunsQuotaError) throw new ProblemError('quota_exceeded', `This tenant holds ${err.max} runs, its quota (TOOLGATE_MAX_RUNS_PER_TENANT); end some first.`)
       throw err
     }
     if (!created) throw new ProblemError('run_exists', `Run ${run.runId} exists already.`)

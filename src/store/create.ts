@@ -16,6 +16,7 @@ export function createStore (config: Config, logger?: Pick<Logger, 'warn' | 'inf
   const bounds = {
     runTtlMs: config.runTtlSeconds * 1000,
     maxRuns: config.maxRuns,
+    maxRunsPerTenant: config.maxRunsPerTenant,
     receiptRetentionMs: config.receiptRetentionSeconds * 1000
   }
   const timed = clock === undefined ? {} : { clock }

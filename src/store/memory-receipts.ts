@@ -90,6 +90,15 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     }
   }
 
+  /**
+   * A new run of this id was stored: the journal lists only its receipts from
+   * now on. The earlier run's receipts stay, reachable by operation id
+   * (their tenant alone), until their retention ends.
+   */
+  restart (runId: string): void {
+    this.#byRun.delete(runId)
+  }
+
   /** Drops receipts past retention. */
   sweep (): void {
     for (const [id, stored] of this.#receipts) {
@@ -108,6 +117,7 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     this.#receipts.delete(operationId)
     const ids = this.#byRun.get(stored.receipt.runId)
     if (ids === undefined) return
+    // Absent when the list is a later run's of the same id (see restart).
     const i = ids.indexOf(operationId)
     if (i >= 0) ids.splice(i, 1)
     if (ids.length === 0) this.#byRun.delete(stored.receipt.runId)

@@ -1,6 +1,6 @@
 import type { RunRecord } from '../model/run.js'
 import { MemoryBatchAnswers } from './memory-batches.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, TenantRunsQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the memory run state. */
@@ -9,6 +9,8 @@ export interface MemoryRunOptions {
   runTtlMs: number
   /** Most runs held; see `createRun` for who is evicted. */
   maxRuns: number
+  /** Most runs one tenant holds; `createRun` refuses one more (TenantRunsQuotaError). @default no bound */
+  maxRunsPerTenant?: number
   now: () => number
 }
 
@@ -30,6 +32,9 @@ export class MemoryRunState implements RunStateStore {
   readonly #waiting = new Set<string>()
   readonly #opts: MemoryRunOptions
   readonly #gone: RunGoneListener[] = []
+  readonly #created: Array<(runId: string) => void> = []
+  /** How many runs each tenant holds (expired ones not swept yet included). */
+  readonly #perTenant = new Map<string, number>()
   /** The batch answers this run state writes, read through the `BatchAnswers` contract. */
   readonly answers = new MemoryBatchAnswers((runId) => this.expire(runId))
 
@@ -42,12 +47,27 @@ export class MemoryRunState implements RunStateStore {
     this.#gone.push(listener)
   }
 
+  /** Adds a listener told of each run stored: a new incarnation of its id, which must see nothing of an earlier one. */
+  onCreated (listener: (runId: string) => void): void {
+    this.#created.push(listener)
+  }
+
   async createRun (run: RunRecord): Promise<boolean> {
     this.expire(run.runId)
     if (this.#runs.has(run.runId)) return false
+    // The tenant's quota first: a tenant at its quota never evicts another tenant's run.
+    const quota = this.#opts.maxRunsPerTenant
+    if (quota !== undefined && (this.#perTenant.get(run.tenant) ?? 0) >= quota) {
+      this.sweep()
+      if ((this.#perTenant.get(run.tenant) ?? 0) >= quota) return Promise.reject(new TenantRunsQuotaError(quota))
+    }
     if (this.#runs.size >= this.#opts.maxRuns) this.#evictOne()
     if (this.#runs.size >= this.#opts.maxRuns) return Promise.reject(new StoreFullError())
+    // A new incarnation of the id (SPEC section 19): no batch id or answer of an earlier run of it is replayed.
+    this.answers.drop(run.runId)
+    for (const listener of this.#created) listener(run.runId)
     this.#runs.set(run.runId, run)
+    this.#perTenant.set(run.tenant, (this.#perTenant.get(run.tenant) ?? 0) + 1)
     if (run.state === 'ended') this.#ended.add(run.runId)
     return true
   }
@@ -190,6 +210,9 @@ export class MemoryRunState implements RunStateStore {
     this.#ended.delete(runId)
     this.answers.drop(runId)
     if (run === undefined) return
+    const held = (this.#perTenant.get(run.tenant) ?? 1) - 1
+    if (held > 0) this.#perTenant.set(run.tenant, held)
+    else this.#perTenant.delete(run.tenant)
     const at = this.#opts.now()
     for (const listener of this.#gone) listener(run, at)
   }

@@ -14,6 +14,8 @@ export interface MemoryStoreOptions {
   runTtlMs: number
   /** Most runs held; see `createRun` for who is evicted. */
   maxRuns: number
+  /** Most runs one tenant holds; one more is refused (TenantRunsQuotaError). @default no bound */
+  maxRunsPerTenant?: number
   /** Receipts outlive their run by at least this long. */
   receiptRetentionMs: number
   /** Most receipts held. */
@@ -60,6 +62,7 @@ export class MemoryStore extends ComposedStore {
       uncertain.forget(run)
       receipts.orphan(run.runId, at)
     })
+    runs.onCreated((runId) => receipts.restart(runId))
     super({
       runs,
       batches: runs.answers,

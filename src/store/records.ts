@@ -73,6 +73,14 @@ export class StoreFullError extends Error {
   }
 }
 
+/** The run's tenant holds as many runs as it may (TOOLGATE_MAX_RUNS_PER_TENANT): nothing was stored. */
+export class TenantRunsQuotaError extends Error {
+  constructor (readonly max: number) {
+    super(`The tenant holds ${max} runs, its quota`)
+    this.name = 'TenantRunsQuotaError'
+  }
+}
+
 /**
  * A shared store could not be reached or refused the command (connection
  * lost, timeout, out of memory, too much contention on one run). A command

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the Redis run state. */
@@ -11,6 +11,8 @@ export interface RedisRunOptions {
   runTtlMs: number
   /** Most runs held; `createRun` evicts one first, as the memory store does. */
   maxRuns: number
+  /** Most runs one tenant holds; 0 for no bound. */
+  maxRunsPerTenant: number
   /** Receipts outlive their run by at least this long (the update that keeps a run keeps its receipts: see UPDATE_RUN). */
   receiptRetentionMs: number
   /** Compare-and-set attempts of one `updateRun` before it gives up (503). */
@@ -76,8 +78,9 @@ export class RedisRunState implements RunStateStore {
     const version = this.#nextVersion()
     const created = await this.#conn.eval(CREATE_RUN,
       [this.#conn.key('run', run.runId), ...this.#conn.indexKeys(run.tenant)],
-      [run.runId, json, now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#conn.prefix, EVICTION_SCAN, version])
+      [run.runId, json, now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#conn.prefix, EVICTION_SCAN, version, this.#opts.maxRunsPerTenant])
     if (created === -1) throw new StoreFullError()
+    if (created === -2) throw new TenantRunsQuotaError(this.#opts.maxRunsPerTenant)
     if (created === 1) this.#remember(run.runId, version, json)
     return created === 1
   }

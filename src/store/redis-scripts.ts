@@ -44,15 +44,30 @@ end
 
 /**
  * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased, tenant.
- * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version.
- * Answers 0 when the run exists, -1 when full, 1 when stored. When full it
+ * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version,
+ * most runs per tenant (0: no bound).
+ * Answers 0 when the run exists, -2 when its tenant holds its quota of runs
+ * (checked first: a tenant at its quota evicts nobody), -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
- * least recently used; never one whose lease is valid.
+ * least recently used; never one whose lease is valid. A stored run starts
+ * with no batch ids, batch answers or journal: those of an earlier run of
+ * the same id (expired or evicted) are dropped (SPEC section 19).
  */
 export const CREATE_RUN = script('create-run', INDEX + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local now = tonumber(ARGV[3])
 for i = 2, 5 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+local perTenant = tonumber(ARGV[11] or '0')
+if perTenant > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+  if redis.call('ZCARD', KEYS[6]) >= perTenant then
+    -- Runs evicted for another tenant's leave their entry here: those do not count.
+    for _, id in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
+      if redis.call('EXISTS', ARGV[8] .. 'run:' .. id) == 0 then redis.call('ZREM', KEYS[6], id) end
+    end
+    if redis.call('ZCARD', KEYS[6]) >= perTenant then return -2 end
+  end
+end
 local maxRuns, prefix, limit = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9])
 if redis.call('ZCARD', KEYS[2]) >= maxRuns then
   local function pick (key)
@@ -69,6 +84,8 @@ if redis.call('ZCARD', KEYS[2]) >= maxRuns then
   end
   if redis.call('ZCARD', KEYS[2]) >= maxRuns then return -1 end
 end
+-- A new incarnation of the id: nothing an earlier run of it left is listed or replayed (its receipts stay, by operation id).
+redis.call('DEL', prefix .. 'batchids:' .. ARGV[1], prefix .. 'batches:' .. ARGV[1], prefix .. 'journal:' .. ARGV[1])
 redis.call('HSET', KEYS[1], 'v', ARGV[10], 'r', ARGV[2], 'rx', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 index(2, ARGV[1], now + tonumber(ARGV[4]), ARGV[5], ARGV[6])

@@ -7,6 +7,8 @@ import { parsePointer } from '../model/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
 import { compileIgnoredArguments } from '../repeat/ignore.js'
 import { linearRegExp, unsupportedPatterns } from '../model/linear-regexp.js'
+import { DEFAULT_MAX_VALIDATION_MS, addUniqueItems, boundedValidate } from './bounded-validate.js'
+import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, type SchemaLimits, schemaCostProblems } from './schema-cost.js'
 import { modelToolNames } from './model-names.js'
 import { problemAt, schemaProblems } from './schema-problems.js'
 import type { Executor } from '../dispatch/executor.js'
@@ -57,6 +59,10 @@ const checkDefinition = TypeCompiler.Compile(ToolDefinitionSchema)
 export interface RegistryOptions {
   /** Origins executor URLs must belong to; null for any http(s) origin. */
   allowedOrigins: readonly string[] | null
+  /** Largest `inputSchema` as JSON (TOOLGATE_MAX_SCHEMA_BYTES). @default 262144 */
+  maxSchemaBytes?: number
+  /** Longest validation of one call's arguments (TOOLGATE_MAX_VALIDATION_MS). @default 50 */
+  maxValidationMs?: number
 }
 
 /**
@@ -70,6 +76,8 @@ export class ToolRegistry implements ToolLookup {
   #modelNames: { byName: Map<string, string>, tools: Map<string, Tool> } | null = null
   /** Imported tools by name: the MCP server each came from. */
   readonly #owners = new Map<string, string>()
+  /** Quarantined MCP tool names, by owner (SPEC §18). */
+  readonly #quarantined = new Map<string, ReadonlySet<string>>()
   readonly #opts: RegistryOptions
   /**
    * One Ajv for every schema of this registry: building one (with formats)
@@ -77,10 +85,16 @@ export class ToolRegistry implements ToolLookup {
    * tool's schema may come from an MCP server toolgate does not trust.
    */
   readonly #ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true, code: { regExp: linearRegExp } })
+  /** What a schema may cost (SPEC section 19): checked before Ajv compiles it. */
+  readonly #limits: SchemaLimits
+  readonly #maxValidationMs: number
 
   constructor (opts: RegistryOptions) {
     this.#opts = opts
+    this.#limits = { ...SCHEMA_LIMITS, maxBytes: opts.maxSchemaBytes ?? DEFAULT_MAX_SCHEMA_BYTES }
+    this.#maxValidationMs = opts.maxValidationMs ?? DEFAULT_MAX_VALIDATION_MS
     addFormats(this.#ajv)
+    addUniqueItems(this.#ajv)
   }
 
   /**
@@ -107,12 +121,14 @@ export class ToolRegistry implements ToolLookup {
     }
 
     let validate: Tool['validate'] | undefined
-    const patternProblems = unsupportedPatterns(def.inputSchema)
+    // The cost model first: a schema over it is never handed to Ajv.
+    const costProblems = schemaCostProblems(def.inputSchema, this.#limits)
+    const patternProblems = costProblems.length > 0 ? costProblems : unsupportedPatterns(def.inputSchema)
     if (patternProblems.length > 0) {
       problems.push(...patternProblems)
     } else {
       try {
-        validate = this.#ajv.compile(def.inputSchema)
+        validate = boundedValidate(this.#ajv.compile(def.inputSchema), this.#maxValidationMs)
       } catch (err) {
         problems.push(`/inputSchema: ${(err as Error).message}`)
       } finally {
@@ -303,6 +319,17 @@ export class ToolRegistry implements ToolLookup {
 
   get (name: string): Tool | undefined {
     return this.#tools.get(name)
+  }
+
+  /** Sets an owner's quarantined tool names, in place of its earlier ones: they are not offered, and calls to them are rejected `tool_quarantined`. */
+  setQuarantined (owner: string, names: readonly string[]): void {
+    if (names.length === 0) this.#quarantined.delete(owner)
+    else this.#quarantined.set(owner, new Set(names))
+  }
+
+  quarantined (name: string): boolean {
+    for (const names of this.#quarantined.values()) if (names.has(name)) return true
+    return false
   }
 
   resolve (nameOrAlias: string): Tool | undefined {

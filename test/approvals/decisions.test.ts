@@ -64,8 +64,8 @@ t.test('a request naming a call that is not pending changes nothing', async (t) 
   t.equal(ex.calls.length, 0)
 })
 
-t.test('an approval with edited arguments is prepared again; an edit that fails preparation makes the call rejected', async (t) => {
-  const { app, ex } = await approvalApp(t)
+t.test('an approval with edited arguments is prepared again and recorded with the original; an edit that fails preparation makes the call rejected', async (t) => {
+  const { app, ex, logs } = await approvalApp(t)
   const runId = await newRun(app)
   await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls })
   const bad = await decide(app, runId, 'b1', [{ callId: 'a', approve: true, arguments: { k: 5 } }])
@@ -74,9 +74,18 @@ t.test('an approval with edited arguments is prepared again; an edit that fails 
   const done = await decide(app, runId, 'b1', [{ callId: 'b', approve: true, arguments: '{"k":"carol","x":"3"}' }])
   t.equal(done.status, 200)
   t.equal(done.body.results[0].status, 'rejected')
-  t.same(done.body.results[0].details.approval, { decision: 'approved', at: done.body.results[0].details.approval.at, by: { tenant: 'default' }, edited: true })
+  t.same(done.body.results[0].details.approval, {
+    decision: 'approved',
+    at: done.body.results[0].details.approval.at,
+    by: { tenant: 'default' },
+    edited: true,
+    arguments: { original: { k: 'ann' }, edited: { k: 5 } }
+  }, 'a failed edit is recorded as far as preparation got')
   t.equal(done.body.results[1].status, 'ok')
   t.equal(done.body.results[1].details.approval.edited, true)
+  t.strictSame(done.body.results[1].details.approval.arguments, { original: { k: 'bob' }, edited: { k: 'carol', x: 3 } }, 'the original and the edit are recorded')
+  t.strictSame((await batchOf(app, runId, 'b1')).body.results[1].details.approval.arguments, { original: { k: 'bob' }, edited: { k: 'carol', x: 3 } }, 'and kept with the batch')
+  t.notOk(logs.some((l) => l.includes('carol')), 'never in the logs')
   const sent = ex.calls.find((c) => c.callId === 'b')!
   t.same(sent.arguments, { k: 'carol', x: 3 }, 'the edit, coerced as preparation does')
   t.notOk(ex.calls.some((c) => c.callId === 'a'))
@@ -206,4 +215,28 @@ t.test('a timed-out run found by a request settles its waiting batch then and th
     t.equal(ex.calls.length, 0)
     t.equal(await app.services.approvals.sweep(), 0, 'nothing left for the sweep')
   }
+})
+
+t.test('a held retry of an unresolved uncertain write says so on its approval entry until that write is resolved', async (t) => {
+  const { app, ex } = await approvalApp(t)
+  let failFirst = true
+  ex.on('mail', (_call, _req, reply) => {
+    if (!failFirst) return { content: 'sent' }
+    failFirst = false
+    return reply.code(502).send({ error: 'gone' })
+  })
+  const runId = await newRun(app)
+  await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls: [{ id: 'm1', name: 'mail', arguments: { k: 'ann' } }] })
+  const first = await decide(app, runId, 'b1', [{ callId: 'm1', approve: true }])
+  t.equal(first.body.results[0].status, 'uncertain')
+  const [open] = (await get(app, `/v1/runs/${runId}/uncertain`)).body.uncertain
+  const held = await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b2', calls: [{ id: 'm2', name: 'mail', arguments: { k: 'ann' } }, { id: 'm3', name: 'mail', arguments: { k: 'bob' } }] })
+  t.equal(held.status, 202)
+  t.strictSame(held.body.approvals.map((a: any) => [a.callId, a.blockedBy ?? null]), [['m2', open.operationId], ['m3', null]], 'the retry says what blocks it; the other call nothing')
+  t.strictSame((await get(app, '/v1/approvals')).body.approvals.map((a: any) => [a.callId, a.blockedBy ?? null]), [['m2', open.operationId], ['m3', null]], 'in the inbox too')
+  const resolved = await post(app, `/v1/receipts/${open.operationId}/resolve`, { status: 'failed' })
+  t.equal(resolved.status, 200)
+  t.strictSame((await get(app, '/v1/approvals')).body.approvals.map((a: any) => a.blockedBy ?? null), [null, null], 'resolved: nothing blocks it any more')
+  const done = await decide(app, runId, 'b2', [{ callId: 'm2', approve: true }, { callId: 'm3', approve: true }])
+  t.strictSame(done.body.results.map((r: any) => r.status), ['ok', 'ok'], 'approved after the resolution, it runs')
 })

@@ -1,9 +1,8 @@
-import { connect } from 'node:net'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { MAX_JSON_DEPTH } from '../../src/model/json.js'
 import { jsonDepthExceeds } from '../../src/http/json-body.js'
-import { buildTestApp, get, post, sleep, startExecutor, tool } from '../helper.js'
+import { buildTestApp, get, post, sleep, stalledClient, startExecutor, tool } from '../helper.js'
 
 /** A JSON text nesting objects `depth` levels deep, the outermost included. */
 function nested (depth: number, inner = '{"kind":"steering"}'): string {
@@ -190,19 +189,28 @@ t.test('a client that never finishes sending its request is cut off after TOOLGA
   const { app } = await buildTestApp(t, { config: { requestTimeoutMs: 300 } })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
-  const answer = await new Promise<string>((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
-    let text = ''
-    socket.setEncoding('utf8')
-    socket.on('data', (chunk: string) => { text += chunk })
-    socket.on('close', () => resolve(text))
-    socket.on('error', reject)
-    // Headers promise 100 bytes; only 10 ever come.
-    socket.write('POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"runId":')
-    setTimeout(() => { socket.destroy(); reject(new Error('the server never cut the slow client off')) }, 10_000).unref()
-  })
+  // Headers promise 100 bytes; only 10 ever come.
+  const answer = await stalledClient(port, 'POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"runId":')
   t.match(answer, /^HTTP\/1\.1 408/)
   t.equal((await get(app, '/v1/runs/x')).status, 404, 'nothing was created')
+})
+
+t.test('requests time out by default: 30 s for the whole request, 10 s for its headers', async (t) => {
+  const { app } = await buildTestApp(t)
+  t.equal(app.server.requestTimeout, 30_000)
+  t.equal(app.server.headersTimeout, 10_000)
+  const { app: headersOnly } = await buildTestApp(t, { config: { requestTimeoutMs: 0, headersTimeoutMs: 5000 } })
+  t.equal(headersOnly.server.headersTimeout, 5000, 'the headers timeout stands alone when the request timeout is off')
+  const { app: short } = await buildTestApp(t, { config: { requestTimeoutMs: 2000 } })
+  t.equal(short.server.headersTimeout, 2000, 'and never passes the request timeout')
+})
+
+t.test('a client that sends nothing is answered 408 after TOOLGATE_HEADERS_TIMEOUT_MS and closed', async (t) => {
+  const { app } = await buildTestApp(t, { config: { headersTimeoutMs: 300 } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const answers = await Promise.all(['', 'GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Slow: '].map((opening) => stalledClient(port, opening)))
+  t.match(answers, [/^HTTP\/1\.1 408/, /^HTTP\/1\.1 408/], 'silent and half-sent headers alike')
 })
 
 t.test('while draining, new batches get 503 overloaded and /readyz answers 503', async (t) => {

@@ -8,11 +8,13 @@
  */
 import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../../approvals/hold.js'
-import { announceHeld, heldIndexes, toWaiting } from '../../approvals/waiting.js'
+import { announceHeld, heldIndexes, markBlockedRetries, toWaiting } from '../../approvals/waiting.js'
 import type { ApprovalSettings } from '../../approvals/types.js'
 import { round } from '../../events/recorder.js'
+import { ProblemError } from '../../errors.js'
 import type { PreparationOutcome } from '../../model/call.js'
 import { hold as holdRun } from '../../runs/transitions.js'
+import type { RunRecord } from '../../model/run.js'
 import type { BatchAnswer, EngineDeps } from '../engine-types.js'
 import type { BatchRuntime } from '../runtime.js'
 import type { BatchState, Prepared } from '../state.js'
@@ -31,12 +33,29 @@ export function mayHold (deps: EngineDeps, outcomes: readonly PreparationOutcome
 export function hold (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<BatchAnswer | null> | null {
   const settings = rt.deps.approvals
   if (settings === undefined || rt.controller.aborted || heldIndexes(prepared.outcomes).length === 0) return null
-  return store(state, rt, prepared.outcomes, settings)
+  return store(state, rt, prepared, settings)
+}
+
+/**
+ * A tenant's waiting batches pin their runs: past its quota the batch is
+ * refused (429, its lease released, nothing of it run), so one tenant
+ * cannot pin the store full for the others (SPEC section 19).
+ */
+async function checkWaitingQuota (state: BatchState, rt: BatchRuntime, settings: ApprovalSettings): Promise<void> {
+  const max = settings.maxWaitingPerTenant
+  if (max === undefined) return
+  let waiting = 0
+  for (const run of await rt.deps.store.waitingRuns()) if (run.tenant === state.tenant && run.runId !== state.runId) waiting++
+  if (waiting >= max) {
+    throw new ProblemError('quota_exceeded', `This tenant has ${waiting} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
+  }
 }
 
 /** Stores the batch as its run's waiting batch and answers the 202. */
-async function store (state: BatchState, rt: BatchRuntime, outcomes: readonly PreparationOutcome[], settings: ApprovalSettings): Promise<BatchAnswer | null> {
+async function store (state: BatchState, rt: BatchRuntime, prepared: Prepared, settings: ApprovalSettings): Promise<BatchAnswer | null> {
   const { deps } = rt
+  const { outcomes } = prepared
+  await checkWaitingQuota(state, rt, settings)
   const waiting = toWaiting({
     batchId: state.batchId,
     requestHash: state.identified.requestHash,
@@ -50,12 +69,17 @@ async function store (state: BatchState, rt: BatchRuntime, outcomes: readonly Pr
     calls: state.calls
   })
   const announced = announceHeld(waiting)
-  const stored = await deps.store.updateRun(state.runId, (r) => holdRun(r, waiting, deps.replicaId, settings.graceMs))
+  let uncertain: RunRecord['uncertain']
+  const stored = await deps.store.updateRun(state.runId, (r) => {
+    markBlockedRetries(waiting, r.uncertain, outcomes, prepared.fingerprints)
+    uncertain = r.uncertain
+    return holdRun(r, waiting, deps.replicaId, settings.graceMs)
+  })
   if (!stored.found || !stored.value) return null
   for (const e of announced) rt.onEvent?.(e)
   const durationMs = performance.now() - rt.startedAt
   rt.observer.batchCompleted('awaiting_approval', durationMs)
-  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null })
+  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null, uncertain })
   return {
     body: JSON.stringify(body),
     replayed: false,

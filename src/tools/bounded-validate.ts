@@ -1,0 +1,85 @@
+/**
+ * Validation in bounded time (SPEC section 19): `uniqueItems` checked by
+ * toolgate in O(n log n) instead of Ajv's pairwise O(n²), and each call's
+ * validation held to a time budget: one that overran it, or that ran out of
+ * stack, is a failed validation (the call is `rejected`, reason
+ * `invalid_arguments`), never an error of the service.
+ */
+import { performance } from 'node:perf_hooks'
+import type { Ajv, ErrorObject, SchemaValidateFunction, ValidateFunction } from 'ajv'
+
+export const DEFAULT_MAX_VALIDATION_MS = 50
+
+/**
+ * Replaces Ajv's `uniqueItems` with one that compares items by a canonical
+ * JSON text (object keys sorted), kept in a Set: linear in the array's
+ * size plus the sort of each object's keys, where Ajv compares every pair of
+ * items deeply. Equality is JSON Schema's: same JSON value, key order aside.
+ */
+export function addUniqueItems (ajv: Ajv): void {
+  ajv.removeKeyword('uniqueItems')
+  const validate: SchemaValidateFunction = (unique: boolean, data: unknown[]): boolean => {
+    if (!unique) return true
+    const seen = new Map<string, number>()
+    for (let i = 0; i < data.length; i++) {
+      const text = canonical(data[i])
+      const first = seen.get(text)
+      if (first !== undefined) {
+        validate.errors = [{ keyword: 'uniqueItems', message: `must NOT have duplicate items (items ## ${first} and ${i} are identical)`, params: { i: first, j: i } }]
+        return false
+      }
+      seen.set(text, i)
+    }
+    return true
+  }
+  ajv.addKeyword({ keyword: 'uniqueItems', type: 'array', schemaType: 'boolean', validate, errors: true })
+}
+
+/** JSON text with every object's keys in order, so equal values give equal texts. */
+function canonical (value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonical(value[i])
+    return out + ']'
+  }
+  const keys = Object.keys(value).sort()
+  let out = '{'
+  for (let i = 0; i < keys.length; i++) out += (i === 0 ? '' : ',') + JSON.stringify(keys[i]) + ':' + canonical((value as Record<string, unknown>)[keys[i]!])
+  return out + '}'
+}
+
+/**
+ * `validate` held to `maxMs` per call: a validation that took longer, or
+ * that overflowed the stack, answers false with one error saying so (no
+ * value in it). The answer keeps Ajv's shape: `errors` of the last call.
+ * `now` reads a monotonic time in milliseconds.
+ */
+export function boundedValidate (validate: ValidateFunction, maxMs: number, now: () => number = () => performance.now()): ValidateFunction {
+  const bounded = function (this: unknown, data: unknown): boolean {
+    const started = now()
+    let valid: boolean
+    try {
+      valid = validate(data) as boolean
+      bounded.errors = validate.errors
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err
+      bounded.errors = [costError('the arguments are too deeply nested or too large for the schema to validate')]
+      return false
+    }
+    const took = now() - started
+    if (took > maxMs) {
+      bounded.errors = [costError(`validating the arguments took longer than ${maxMs} ms (TOOLGATE_MAX_VALIDATION_MS)`)]
+      return false
+    }
+    return valid
+  } as ValidateFunction
+  bounded.schema = validate.schema
+  bounded.schemaEnv = validate.schemaEnv
+  bounded.errors = null
+  return bounded
+}
+
+function costError (message: string): ErrorObject {
+  return { keyword: 'cost', instancePath: '', schemaPath: '', params: {}, message }
+}

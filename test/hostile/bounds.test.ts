@@ -1,0 +1,251 @@
+/**
+ * The hostile-input suite of SPEC section 19: each case a red team found
+ * against a shared toolgate, replayed against a real service process
+ * (listening on 127.0.0.1, port 0) while another tenant's batches run. It
+ * asserts no answer of 5xx, no exit, no event-loop stall over 100 ms
+ * (the service's own loop-delay histogram, read from its /metrics, which
+ * resets it on every scrape), no cross-tenant read, and the other
+ * tenant's batches served meanwhile.
+ *
+ * The cases of MCP servers (tool caps, refresh rates, answer sizes) are in
+ * test/mcp.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { setPriority, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import { stalledClient, startExecutor, tool } from '../helper.js'
+import { buildToolgate, startReplica, type Replica } from '../replicas/processes.js'
+import { REDOS_CASES } from './redos-cases.js'
+import { branchingRefs, manyProperties } from '../tools/costly-schemas.js'
+
+const CANARY = 'canary-secret-of-acme-4471'
+const KEYS = {
+  acme: 'acme-orchestrator-key-0123456789',
+  beta: 'beta-orchestrator-key-0123456789',
+  delta: 'delta-orchestrator-key-012345678',
+  gamma: 'gamma-orchestrator-key-01234567',
+  admin: 'admin-key-of-the-operator-0123456'
+} as const
+type Who = keyof typeof KEYS
+
+interface Answer { status: number, body: any }
+
+/** Every answer the service gave, for the closing count of 5xx. */
+const statuses: number[] = []
+
+async function call (svc: Replica, who: Who, method: string, path: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(svc.url + path, {
+    method,
+    headers: { authorization: `Bearer ${KEYS[who]}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  statuses.push(res.status)
+  const text = await res.text()
+  return { status: res.status, body: text === '' ? undefined : JSON.parse(text) }
+}
+
+/** Loop-delay figures of the service since the last reading, each source starting over once read. */
+interface Figures { maxMs: number, p99Ms: number, busyMs: number }
+
+/**
+ * The service's figures since the last reading: its loop-delay histogram
+ * (prom-client's, in /metrics, reset on each scrape) and the stall probe's
+ * longest stall the service spent running (./stall-probe.mjs).
+ */
+async function loopDelay (svc: Replica): Promise<Figures> {
+  const text = await (await fetch(`${svc.url}/metrics`)).text()
+  const read = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000
+  const seen = svc.output.length
+  svc.process.kill('SIGUSR2')
+  let line: string | undefined
+  for (let i = 0; i < 200 && line === undefined; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    line = svc.output.slice(seen).find((l) => l.startsWith('stall-probe '))
+  }
+  if (line === undefined) throw new Error('the stall probe did not answer')
+  const probe = JSON.parse(line.slice('stall-probe '.length)) as { maxBusyMs: number }
+  return { maxMs: read('nodejs_eventloop_lag_max_seconds'), p99Ms: read('nodejs_eventloop_lag_p99_seconds'), busyMs: probe.maxBusyMs }
+}
+
+t.test('no case of the hostile suite makes the service answer 5xx, exit, stall its loop 100 ms or leak across tenants', async (t) => {
+  const ex = await startExecutor(t)
+  ex.on('act', (c) => ({ status: 'committed', result: { echo: c.arguments } }))
+  const dir = mkdtempSync(join(tmpdir(), 'toolgate-hostile-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const tools = [
+    tool('plain', ex.url, { readOnly: true }),
+    tool('act', ex.url, { action: {} }),
+    tool('mail', ex.url, { requiresApproval: true }),
+    tool('uniq', ex.url, { readOnly: true, inputSchema: { type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'object' } } } } }),
+    tool('wide', ex.url, { readOnly: true, inputSchema: manyProperties(1000) }),
+    ...REDOS_CASES.map(({ pattern }, i) => tool(`redos${i}`, ex.url, { readOnly: true, inputSchema: { type: 'object', properties: { s: { type: 'string', pattern } }, required: ['s'] } }))
+  ]
+  writeFileSync(join(dir, 'tools.json'), JSON.stringify({ tools }))
+  writeFileSync(join(dir, 'keys.json'), JSON.stringify({
+    keys: [
+      ...(['acme', 'beta', 'delta', 'gamma'] as const).map((tenant) => ({ key: KEYS[tenant], tenant, roles: ['orchestrator'] })),
+      { key: KEYS.admin, tenant: 'ops', roles: ['admin'] }
+    ]
+  }))
+  const svc = await startReplica(t, buildToolgate(t), 'hostile', {
+    TOOLGATE_TOOLS_FILE: join(dir, 'tools.json'),
+    TOOLGATE_API_KEYS_FILE: join(dir, 'keys.json'),
+    TOOLGATE_MAX_RUNS: '30',
+    TOOLGATE_MAX_RUNS_PER_TENANT: '25',
+    TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT: '5',
+    TOOLGATE_HEADERS_TIMEOUT_MS: '1000',
+    TOOLGATE_REQUEST_TIMEOUT_MS: '3000',
+    NODE_OPTIONS: `--import=${fileURLToPath(new URL('./stall-probe.mjs', import.meta.url))}`
+  })
+
+  // The figures are to be the service's own stalls, not its neighbours' work on a shared machine: it runs
+  // ahead of other processes where this user may ask so (root), as it would on a host of its own.
+  try { setPriority(svc.process.pid!, -15) } catch { t.comment('the service runs at normal priority: its loop-delay figures include the machine\'s other work') }
+
+  // Warm-up: each path once, so the figures below are of the cases, not of the first compile of the service's own code.
+  const warm = await call(svc, 'gamma', 'POST', '/v1/runs', { runId: 'warm' })
+  t.equal(warm.status, 201)
+  for (let i = 0; i < 20; i++) {
+    await call(svc, 'gamma', 'POST', '/v1/runs/warm/batches', { calls: [{ id: 'u', name: 'uniq', arguments: { xs: [{ a: i }, { a: 2 }] } }, { id: 'w', name: 'wide', arguments: { p1: 'x' } }, { id: 'a', name: 'act', arguments: { i } }] })
+  }
+  const warmReceipt = (await call(svc, 'gamma', 'GET', '/v1/runs/warm/receipts')).body.receipts[0].operationId as string
+  await call(svc, 'gamma', 'GET', `/v1/receipts/${warmReceipt}`)
+  await call(svc, 'gamma', 'GET', '/v1/runs/warm/batches')
+  await call(svc, 'gamma', 'DELETE', '/v1/runs/warm')
+  await loopDelay(svc)
+
+  // The other tenant: one ordinary batch after another for as long as the cases run (bounded).
+  let stop = false
+  const served: number[] = []
+  const background = (async () => {
+    t.equal((await call(svc, 'gamma', 'POST', '/v1/runs', { runId: 'steady' })).status, 201)
+    for (let i = 0; i < 2000 && !stop; i++) {
+      const res = await call(svc, 'gamma', 'POST', '/v1/runs/steady/batches', { calls: [{ id: `c${i}`, name: 'plain', arguments: { i } }] })
+      served.push(res.status === 200 && res.body.results[0].status === 'ok' ? 1 : 0)
+    }
+  })()
+
+  /** Loop-delay figures case by case (each scrape resets the histogram): the worst one is asserted at the end. */
+  const figures: Array<{ name: string } & Figures> = []
+  const measured = async (name: string, fn: (t: Test) => Promise<void>): Promise<void> => {
+    await t.test(name, fn)
+    figures.push({ name, ...await loopDelay(svc) })
+  }
+
+  await measured('a run id reused after eviction, by another tenant, sees nothing of the earlier run', async (t) => {
+    t.equal((await call(svc, 'acme', 'POST', '/v1/runs', { runId: 'shared' })).status, 201)
+    const first = await call(svc, 'acme', 'POST', '/v1/runs/shared/batches', { batchId: 'b1', calls: [{ id: 'a', name: 'act', arguments: { note: CANARY } }] })
+    t.equal(first.body.results[0].status, 'ok')
+    const operationId = (await call(svc, 'acme', 'GET', '/v1/runs/shared/receipts')).body.receipts[0].operationId as string
+    t.equal((await call(svc, 'acme', 'DELETE', '/v1/runs/shared')).status, 200)
+    // Fill the store until the ended run is evicted (ended runs go first).
+    for (let i = 0; i < 40 && (await call(svc, 'acme', 'GET', '/v1/runs/shared')).status === 200; i++) {
+      t.equal((await call(svc, i < 13 ? 'beta' : 'delta', 'POST', '/v1/runs', { runId: `fill${i}` })).status, 201)
+    }
+    t.equal((await call(svc, 'acme', 'GET', '/v1/runs/shared')).status, 404, 'the earlier run was evicted')
+
+    t.equal((await call(svc, 'delta', 'POST', '/v1/runs', { runId: 'shared' })).status, 201)
+    const listed = await call(svc, 'delta', 'GET', '/v1/runs/shared/receipts')
+    t.same(listed.body, { receipts: [] }, "the new run lists none of the earlier run's receipts")
+    t.same((await call(svc, 'delta', 'GET', '/v1/runs/shared/batches')).body.batches, [], 'nor its batches')
+    const replay = await call(svc, 'delta', 'POST', '/v1/runs/shared/batches', { batchId: 'b1', calls: [{ id: 'a', name: 'act', arguments: { note: 'mine' } }] })
+    t.equal(replay.status, 200)
+    t.notMatch(JSON.stringify(replay.body), CANARY, 'a resent batch id runs anew, replaying nothing of the earlier run')
+    t.equal((await call(svc, 'delta', 'GET', `/v1/receipts/${operationId}`)).status, 404, "the earlier receipt is not the new tenant's")
+    const own = await call(svc, 'acme', 'GET', `/v1/receipts/${operationId}`)
+    t.equal(own.status, 200, 'it stays reachable by operation id to its own tenant')
+    t.match(JSON.stringify(own.body), CANARY)
+  })
+
+  await measured('uniqueItems over 256 KiB of objects answers without stalling, and a repeat is rejected', async (t) => {
+    t.equal((await call(svc, 'beta', 'POST', '/v1/runs', { runId: 'uniq' })).status, 201)
+    const xs = Array.from({ length: 7000 }, (_, i) => ({ id: i, tag: 'abcdefghijklmnopqrst' }))
+    t.ok(JSON.stringify({ xs }).length > 240 * 1024, 'about 256 KiB of arguments')
+    const distinct = await call(svc, 'beta', 'POST', '/v1/runs/uniq/batches', { calls: [{ id: 'u', name: 'uniq', arguments: { xs } }] })
+    t.equal(distinct.status, 200)
+    // Validation passes, or (on a machine too slow for TOOLGATE_MAX_VALIDATION_MS) is rejected: never a stall, never a 5xx.
+    t.match(distinct.body.results[0].status, /^(ok|rejected)$/)
+    xs[6999] = { tag: 'abcdefghijklmnopqrst', id: 3 }
+    const repeated = await call(svc, 'beta', 'POST', '/v1/runs/uniq/batches', { calls: [{ id: 'u', name: 'uniq', arguments: { xs } }] })
+    t.equal(repeated.body.results[0].status, 'rejected')
+    t.equal(repeated.body.results[0].details.reason, 'invalid_arguments')
+  })
+
+  await measured('costly schemas from the API are refused with 400 invalid_tool naming the limit and pointer', async (t) => {
+    const put = (name: string, inputSchema: unknown): Promise<Answer> => call(svc, 'admin', 'PUT', `/v1/tools/${name}`, { ...tool(name, ex.url), inputSchema })
+    const nested = await put('nested', branchingRefs(22))
+    t.equal(nested.status, 400)
+    t.equal(nested.body.code, 'invalid_tool')
+    t.match(nested.body.problems, [/^\/inputSchema\/\$defs\/a\d+.*: nests subschemas 33 deep through \$ref, over the limit of 32$/])
+    const wide = await put('toowide', manyProperties(1600))
+    t.equal(wide.status, 400)
+    t.match(wide.body.problems, [/^\/inputSchema\/properties: the schema names more than 1000 properties, the limit$/])
+    const big = await put('big', { type: 'object', description: 'x'.repeat(300 * 1024) })
+    t.equal(big.status, 400)
+    t.match(big.body.problems, [/^\/inputSchema: is \d+ bytes, over the limit of 262144 \(TOOLGATE_MAX_SCHEMA_BYTES\)$/])
+    const selfRef = await put('loop', { $defs: { a: { anyOf: [{ $ref: '#/$defs/a' }, { type: 'string' }] } }, $ref: '#/$defs/a' })
+    t.match(selfRef.body.problems, [/a \$ref cycle applies the schema to the same value again without end/])
+
+    // A batch naming a refused tool beside a read: the read runs.
+    t.equal((await call(svc, 'beta', 'POST', '/v1/runs', { runId: 'wide' })).status, 201)
+    const batch = await call(svc, 'beta', 'POST', '/v1/runs/wide/batches', { calls: [{ id: 'w', name: 'toowide', arguments: { p1: 'x' } }, { id: 'ok', name: 'wide', arguments: { p999: 'y' } }, { id: 'p', name: 'plain' }] })
+    t.equal(batch.status, 200)
+    t.same(batch.body.results.map((r: { status: string }) => r.status), ['rejected', 'ok', 'ok'])
+  })
+
+  await measured('the ReDoS cases are rejected in linear time', async (t) => {
+    t.equal((await call(svc, 'beta', 'POST', '/v1/runs', { runId: 'redos' })).status, 201)
+    const res = await call(svc, 'beta', 'POST', '/v1/runs/redos/batches', { calls: REDOS_CASES.map(({ hostile }, i) => ({ id: `h${i}`, name: `redos${i}`, arguments: { s: hostile } })) })
+    t.equal(res.status, 200)
+    for (const r of res.body.results) t.equal(r.details.reason, 'invalid_arguments')
+  })
+
+  await t.test("one tenant's waiting batches and runs hit its quotas, never the other tenants", async (t) => {
+    for (let i = 0; i < 5; i++) {
+      t.equal((await call(svc, 'acme', 'POST', '/v1/runs', { runId: `wait${i}` })).status, 201)
+      t.equal((await call(svc, 'acme', 'POST', `/v1/runs/wait${i}/batches`, { calls: [{ id: 'm', name: 'mail', arguments: { to: CANARY } }] })).status, 202)
+    }
+    t.equal((await call(svc, 'acme', 'POST', '/v1/runs', { runId: 'wait5' })).status, 201)
+    const sixth = await call(svc, 'acme', 'POST', '/v1/runs/wait5/batches', { calls: [{ id: 'm', name: 'mail', arguments: { to: CANARY } }] })
+    t.equal(sixth.status, 429)
+    t.equal(sixth.body.code, 'quota_exceeded')
+    let refused: Answer | undefined
+    for (let i = 0; i < 30 && refused === undefined; i++) {
+      const res = await call(svc, 'acme', 'POST', '/v1/runs', { runId: `more${i}` })
+      if (res.status !== 201) refused = res
+    }
+    t.equal(refused?.status, 429, 'runs past its quota are refused to that tenant')
+    t.equal(refused?.body.code, 'quota_exceeded')
+    const metadata: Record<string, string> = {}
+    for (let i = 0; i < 64; i++) metadata[`k${i}`] = 'm'.repeat(4096)
+    t.equal((await call(svc, 'beta', 'POST', '/v1/runs', { runId: 'meta', metadata })).body.code, 'quota_exceeded', '256 KiB of metadata is refused')
+    t.equal((await call(svc, 'gamma', 'GET', '/v1/runs/steady')).status, 200, "the other tenant's run is still held")
+    t.equal((await call(svc, 'delta', 'POST', '/v1/runs', { runId: 'after' })).status, 201, 'and another tenant still creates runs')
+  })
+
+  await measured('clients that send nothing, or never finish their headers, are answered 408 and closed', async (t) => {
+    const port = Number(new URL(svc.url).port)
+    const clients = [
+      ...Array.from({ length: 30 }, () => stalledClient(port, '', 15_000)),
+      ...Array.from({ length: 30 }, () => stalledClient(port, 'POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: app', 15_000))
+    ]
+    const answers = await Promise.all(clients)
+    t.equal(answers.filter((a) => a.startsWith('HTTP/1.1 408')).length, 60)
+  })
+
+  stop = true
+  await background
+  figures.push({ name: 'the rest of the other tenant\'s batches', ...await loopDelay(svc) })
+  for (const f of figures) t.comment(`loop delay: max ${f.maxMs.toFixed(1)} ms, p99 ${f.p99Ms.toFixed(1)} ms, longest busy stall ${f.busyMs.toFixed(1)} ms: ${f.name}`)
+  const worst = (key: keyof Figures): string => Math.max(...figures.map((f) => f[key])).toFixed(1)
+  t.comment(`event-loop delay of the service over the suite: max ${worst('maxMs')} ms, p99 at most ${worst('p99Ms')} ms; longest stall spent running ${worst('busyMs')} ms`)
+  // The histogram's figures include time the service waited for a CPU on a shared machine; a stall is the loop busy.
+  t.ok(Number(worst('busyMs')) < 100, `no stall over 100 ms (longest ${worst('busyMs')} ms)`)
+  t.ok(served.length > 0 && served.every((ok) => ok === 1), `the other tenant's ${served.length} batches were all served meanwhile`)
+  t.same(statuses.filter((s) => s >= 500), [], 'no answer was a 5xx')
+  t.equal(svc.process.exitCode, null, 'the service did not exit')
+  t.equal(svc.process.signalCode, null)
+  t.notMatch(svc.output.join('\n'), CANARY, 'no argument in its logs')
+})

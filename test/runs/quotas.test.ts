@@ -1,0 +1,77 @@
+/**
+ * Per-tenant quotas (SPEC section 19) through the API: runs per tenant,
+ * batches waiting for approvals per tenant and the size of `metadata`;
+ * over a quota is 429 quota_exceeded for that tenant alone.
+ */
+import t from 'tap'
+import { get, post } from '../helper.js'
+import { approvalApp, newRun } from '../approvals/helpers.js'
+
+const keysDoc = {
+  keys: [
+    { key: 'acme-orchestrator-0123456789', tenant: 'acme', roles: ['orchestrator'] },
+    { key: 'beta-orchestrator-0123456789', tenant: 'beta', roles: ['orchestrator'] }
+  ]
+}
+const acme = { authorization: 'Bearer acme-orchestrator-0123456789' }
+const beta = { authorization: 'Bearer beta-orchestrator-0123456789' }
+
+t.test('a tenant at TOOLGATE_MAX_RUNS_PER_TENANT is answered 429 quota_exceeded; another tenant creates runs as before', async (t) => {
+  const { app } = await approvalApp(t, { keysDoc, config: { maxRunsPerTenant: 2 } })
+  await newRun(app, { runId: 'a1' }, acme)
+  await newRun(app, { runId: 'a2' }, acme)
+  const over = await post(app, '/v1/runs', { runId: 'a3' }, acme)
+  t.equal(over.status, 429)
+  t.equal(over.body.code, 'quota_exceeded')
+  t.match(over.body.detail, /TOOLGATE_MAX_RUNS_PER_TENANT/)
+  t.equal((await get(app, '/v1/runs/a3', acme)).status, 404, 'nothing was created')
+  t.equal((await post(app, '/v1/runs', { runId: 'b1' }, beta)).status, 201)
+  t.equal((await app.inject({ method: 'DELETE', url: '/v1/runs/a1', headers: acme })).statusCode, 200)
+  t.equal((await post(app, '/v1/runs', { runId: 'a3' }, acme)).status, 429, 'an ended run counts until it goes')
+})
+
+t.test('metadata over 16 KiB is 429 quota_exceeded; 16 KiB is fine', async (t) => {
+  const { app } = await approvalApp(t, { keysDoc })
+  const metadata = (bytes: number): Record<string, string> => {
+    const out: Record<string, string> = {}
+    for (let i = 0; bytes > 0; i++) {
+      const key = `k${String(i).padStart(3, '0')}`
+      const value = 'x'.repeat(Math.max(0, Math.min(4000, bytes - key.length - 6)))
+      out[key] = value
+      bytes -= key.length + value.length + 6
+    }
+    return out
+  }
+  const small = metadata(16 * 1024 - 200)
+  t.equal((await post(app, '/v1/runs', { runId: 'ok', metadata: small }, acme)).status, 201)
+  const big = metadata(20 * 1024)
+  const over = await post(app, '/v1/runs', { runId: 'big', metadata: big }, acme)
+  t.equal(over.status, 429)
+  t.equal(over.body.code, 'quota_exceeded')
+  t.match(over.body.detail, /metadata is \d+ bytes as JSON, over the quota of 16384/)
+  t.notMatch(JSON.stringify(over.body), /xxxx/, 'the metadata is not echoed')
+})
+
+t.test('a tenant at its quota of waiting batches is refused another; its other batches and the other tenant go on', async (t) => {
+  const { app, ex } = await approvalApp(t, { keysDoc, config: { maxWaitingBatchesPerTenant: 2 } })
+  for (const runId of ['a1', 'a2', 'a3']) await newRun(app, { runId }, acme)
+  for (const runId of ['a1', 'a2']) {
+    const held = await post(app, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls: [{ id: 'm', name: 'mail', arguments: { k: 'x' } }] }, acme)
+    t.equal(held.status, 202, `${runId} waits for approval`)
+  }
+  const over = await post(app, '/v1/runs/a3/batches', { batchId: 'b1', calls: [{ id: 'm', name: 'mail', arguments: { k: 'secret-arg' } }, { id: 'l', name: 'look' }] }, acme)
+  t.equal(over.status, 429)
+  t.equal(over.body.code, 'quota_exceeded')
+  t.match(over.body.detail, /TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT/)
+  t.notMatch(JSON.stringify(over.body), /secret-arg/)
+  t.equal(ex.calls.length, 0, 'nothing of the refused batch ran')
+  t.equal((await get(app, '/v1/runs/a3', acme)).body.inFlight ?? null, null)
+
+  const read = await post(app, '/v1/runs/a3/batches', { batchId: 'b2', calls: [{ id: 'l', name: 'look' }] }, acme)
+  t.equal(read.status, 200, 'a batch with nothing to approve runs on the same run')
+  t.equal(read.body.results[0].status, 'ok')
+
+  await newRun(app, { runId: 'z1' }, beta)
+  const theirs = await post(app, '/v1/runs/z1/batches', { batchId: 'b1', calls: [{ id: 'm', name: 'mail', arguments: { k: 'y' } }] }, beta)
+  t.equal(theirs.status, 202, "the other tenant's batch waits as before")
+})

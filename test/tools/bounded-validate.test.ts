@@ -1,0 +1,56 @@
+/**
+ * Validation in bounded time (src/tools/bounded-validate.ts): toolgate's own
+ * uniqueItems answers as Ajv's did, in linear time; a validation over its
+ * budget or out of stack is a failed validation, never a throw.
+ */
+import { performance } from 'node:perf_hooks'
+import t from 'tap'
+import type { ValidateFunction } from 'ajv'
+import { boundedValidate } from '../../src/tools/bounded-validate.js'
+import { ToolRegistry } from '../../src/tools/registry.js'
+
+// A generous budget: these cases are about answers; the budget's own case fakes the clock.
+const registry = new ToolRegistry({ allowedOrigins: null, maxValidationMs: 60_000 })
+const compile = (inputSchema: Record<string, unknown>): ValidateFunction =>
+  registry.compile({ name: 'look', inputSchema, executor: { url: 'http://127.0.0.1:1/look' } }).validate
+
+t.test('uniqueItems finds equal items whatever their key order, and only equal ones', async (t) => {
+  const validate = compile({ type: 'object', properties: { xs: { uniqueItems: true } } })
+  t.equal(validate({ xs: [1, '1', [1], { a: 1 }, { a: '1' }, null, true] }), true, 'values of different types are distinct')
+  t.equal(validate({ xs: [{ a: 1, b: [2, { c: 3 }] }, { b: [2, { c: 3 }], a: 1 }] }), false, 'key order does not matter')
+  t.match(validate.errors, [{ keyword: 'uniqueItems', instancePath: '/xs', message: 'must NOT have duplicate items (items ## 0 and 1 are identical)' }])
+  t.equal(validate({ xs: [[1, 2], [2, 1]] }), true, 'array order does')
+  t.equal(validate({ xs: 'not an array' }), true, 'it applies to arrays only')
+  t.equal(compile({ type: 'array', uniqueItems: false })([1, 1]), true, 'uniqueItems false allows repeats')
+})
+
+t.test('uniqueItems over 256 KiB of objects answers in one pass, and finds a repeat at the end', async (t) => {
+  const validate = compile({ type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'object' } } } })
+  const xs = Array.from({ length: 8000 }, (_, i) => ({ id: i, tag: 'abcdefghijklmnop' }))
+  // Ajv's pairwise comparison does 32 million deep comparisons here: seconds. This is one pass (speed is the bench's to check).
+  const started = performance.now()
+  t.equal(validate({ xs }), true)
+  t.comment(`8000 distinct objects validated in ${(performance.now() - started).toFixed(1)} ms`)
+  xs.push({ tag: 'abcdefghijklmnop', id: 17 })
+  t.equal(validate({ xs }), false, 'and a repeat at the end is found')
+})
+
+t.test('a validation that overruns its budget fails with one error naming the setting, and no value', async (t) => {
+  let clock = 0
+  const inner = Object.assign((() => { clock += 60; return true }) as unknown as ValidateFunction, { errors: null })
+  const bounded = boundedValidate(inner, 50, () => clock)
+  t.equal(bounded({ secret: 'hunter2' }), false)
+  t.same(bounded.errors?.map((e) => e.message), ['validating the arguments took longer than 50 ms (TOOLGATE_MAX_VALIDATION_MS)'])
+  t.notMatch(JSON.stringify(bounded.errors), /hunter2/)
+  const quick = boundedValidate(Object.assign((() => true) as unknown as ValidateFunction, { errors: null }), 50, () => clock)
+  t.equal(quick({}), true, 'one within its budget passes')
+})
+
+t.test('a validation that runs out of stack fails instead of throwing', async (t) => {
+  const inner = Object.assign((() => { throw new RangeError('Maximum call stack size exceeded') }) as unknown as ValidateFunction, { errors: null })
+  const bounded = boundedValidate(inner, 50)
+  t.equal(bounded({}), false)
+  t.match(bounded.errors, [{ message: /too deeply nested or too large/ }])
+  const broken = boundedValidate(Object.assign((() => { throw new TypeError('a bug') }) as unknown as ValidateFunction, { errors: null }), 50)
+  t.throws(() => broken({}), TypeError, 'other errors are not hidden')
+})
