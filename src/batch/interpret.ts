@@ -82,6 +82,8 @@ function refusalMessage (code: number, message: string): string {
 function unknownOutcome (cause: string, httpStatus: number | undefined, readOnly: boolean): PlainOutcome {
   const details: CallDetails = { cause }
   if (httpStatus !== undefined) details.httpStatus = httpStatus
+  // An MCP result that does not match its tool's outputSchema (SPEC §18) says so as its reason too.
+  if (cause === 'invalid_output') details.reason = 'invalid_output'
   if (readOnly) {
     return { status: 'error', content: errorContent('executor_failed', 'The tool failed to answer; this read had no effect and may be retried.'), isError: true, details }
   }

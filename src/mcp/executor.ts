@@ -1,5 +1,8 @@
 import type { DispatchContext, Executor, ExecutorAnswer, ExecutorCall } from '../dispatch/executor.js'
 import type { McpConnection } from './connection.js'
+
+/** Whether a result's structuredContent matches the tool's outputSchema. */
+export type OutputCheck = (structured: unknown) => boolean
 import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry/client-spans.js'
 
 /**
@@ -12,16 +15,34 @@ import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry
 export class McpToolExecutor implements Executor {
   readonly #connection: McpConnection
   readonly #remoteName: string
+  readonly #output: OutputCheck | undefined
 
-  constructor (connection: McpConnection, remoteName: string) {
+  /** `output` checks a result's structuredContent against the tool's outputSchema (SPEC §18), when it has one. */
+  constructor (connection: McpConnection, remoteName: string, output?: OutputCheck) {
     this.#connection = connection
     this.#remoteName = remoteName
+    this.#output = output
   }
 
-  send (_ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
-    if (trace === undefined) return this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs)
-    return withClientSpan(trace, () => this.#shape(),
-      (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers), settleAnswer)
+  async send (_ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
+    const answer = trace === undefined
+      ? await this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs)
+      : await withClientSpan(trace, () => this.#shape(),
+        (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers), settleAnswer)
+    return this.#checked(answer)
+  }
+
+  /**
+   * A result that is not an error must carry structuredContent matching the
+   * outputSchema; one that does not is `invalid_output`: the tool may have
+   * done its work, but what it answered cannot be trusted (a read is an
+   * error, a write uncertain).
+   */
+  #checked (answer: ExecutorAnswer): ExecutorAnswer {
+    if (this.#output === undefined || answer.kind !== 'tool_result' || answer.result.isError === true) return answer
+    const structured = answer.result.structuredContent
+    if (structured !== undefined && this.#output(structured)) return answer
+    return { kind: 'unknown', code: 'invalid_output' }
   }
 
   #shape (): ClientSpanShape {

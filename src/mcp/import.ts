@@ -161,7 +161,7 @@ function applyOverride (definition: Record<string, unknown>, override: McpToolOv
  * declare draft-07 in `$schema`, whose keywords they use the same way; the
  * declaration itself would make the compile fail.
  */
-function withoutForeignDialect (schema: Record<string, unknown>): Record<string, unknown> {
+export function withoutForeignDialect (schema: Record<string, unknown>): Record<string, unknown> {
   if (typeof schema.$schema !== 'string' || schema.$schema.includes('2020-12')) return schema
   const { $schema: _dialect, ...rest } = schema
   return rest

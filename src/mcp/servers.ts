@@ -10,9 +10,9 @@ import { problemAt, schemaProblems } from '../tools/schema-problems.js'
 import type { Tool } from '../model/tool.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
 import type { Clock } from '../clock.js'
-import { DEFAULT_MAX_TOOLS, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName } from './import.js'
+import { DEFAULT_MAX_TOOLS, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName, withoutForeignDialect } from './import.js'
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
-import { McpToolExecutor } from './executor.js'
+import { McpToolExecutor, type OutputCheck } from './executor.js'
 import { changesBetween, pinOf } from './pins.js'
 import { MemoryToolPins, type ToolPin, type ToolPins } from '../store/tool-pins.js'
 
@@ -345,6 +345,22 @@ export class McpServers {
     return kept
   }
 
+  /**
+   * The check of a tool's outputSchema, compiled as an input schema is (the
+   * same dialect, pattern and cost limits), so that checking an answer is
+   * bounded as checking arguments is; throws InvalidToolError naming the
+   * outputSchema's problems.
+   */
+  #outputCheck (schema: Record<string, unknown>): OutputCheck {
+    try {
+      const probe = this.#opts.tools.compile({ name: 'output.probe', inputSchema: withoutForeignDialect(schema), executor: { url: 'mcp://probe' } }, PROBE)
+      return (structured) => probe.validate(structured) === true
+    } catch (err) {
+      if (!(err instanceof InvalidToolError)) throw err
+      throw new InvalidToolError(err.problems.map((p) => p.replace(/^\/inputSchema/, '/outputSchema')))
+    }
+  }
+
   async #install (conn: McpConnection, listed: readonly unknown[] | null): Promise<string[]> {
     if (this.#servers.get(conn.settings.name) !== conn) return []
     const { settings } = conn
@@ -362,8 +378,9 @@ export class McpServers {
     const after = new Map<string, Compiled>()
     const tools: Tool[] = []
     let slice = performance.now()
-    for (const { remoteName, definition } of plan.definitions) {
-      const key = JSON.stringify(definition)
+    for (const { remoteName, definition, listed: tool } of plan.definitions) {
+      const listedOutput = tool.outputSchema
+      const key = listedOutput === undefined ? JSON.stringify(definition) : JSON.stringify([definition, listedOutput])
       const kept = before.get(remoteName)
       if (kept !== undefined && kept.key === key) {
         tools.push(kept.tool)
@@ -376,7 +393,8 @@ export class McpServers {
         slice = performance.now()
       }
       try {
-        const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName))
+        const output = listedOutput === undefined ? undefined : this.#outputCheck(listedOutput)
+        const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName, output))
         tools.push(tool)
         after.set(remoteName, { key, tool })
       } catch (err) {

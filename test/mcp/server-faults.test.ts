@@ -76,3 +76,33 @@ t.test('server-supplied tool names of any length are bounded in lastError and in
   const longest = Math.max(...logs.map((l) => l.length))
   t.ok(longest < 4000, `the longest log line is ${longest} characters`)
 })
+
+t.test('structuredContent is checked against the outputSchema: a mismatch is an error for a read, uncertain for a write', async (t) => {
+  const outputSchema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }
+  const server = await startScriptedServer([listedTool('typed', { outputSchema, annotations: { readOnlyHint: true } }), listedTool('badschema', { outputSchema: { type: 'object', properties: { p: { type: 'string', pattern: '(?<=a)b' } } } })])
+  t.teardown(() => server.close())
+  let next: unknown = { n: 1 }
+  server.answer = () => ({ result: next === 'iserror' ? { isError: true, content: [{ type: 'text', text: 'no' }] } : { content: [{ type: 'text', text: 'x' }], ...(next === undefined ? {} : { structuredContent: next }) } })
+  const { app } = await buildTestApp(t)
+  await app.services.mcp.startAll([
+    { name: 'r', transport: 'streamableHttp', url: server.url, trust: 'trusted' },
+    { name: 'w', transport: 'streamableHttp', url: server.url }
+  ])
+  t.match((await get(app, '/v1/mcp-servers/r')).body.lastError, /badschema: \/outputSchema/, 'an outputSchema that cannot be compiled keeps the tool out, said in lastError')
+  const both = async (): Promise<Array<{ status: string, details: Record<string, unknown>, content: string }>> => {
+    const res = await runBatch(app, [{ id: 'r', name: 'r_typed', arguments: {} }, { id: 'w', name: 'w_typed', arguments: {} }])
+    return res.body.results
+  }
+  t.same((await both()).map((r) => r.status), ['ok', 'ok'], 'a matching answer')
+  for (const wrong of [{ n: 'one' }, {}, undefined]) {
+    next = wrong
+    const [read, write] = await both()
+    t.equal(read!.status, 'error', JSON.stringify(wrong))
+    t.equal(read!.details.reason, 'invalid_output')
+    t.equal(write!.status, 'uncertain')
+    t.equal(write!.details.reason, 'invalid_output')
+    // Later writes in other runs are not blocked by it here: each runBatch is a run of its own.
+  }
+  next = 'iserror'
+  t.same((await both()).map((r) => r.status), ['error', 'error'], 'an isError result is not checked: it is an error as it is')
+})
