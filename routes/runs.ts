@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ProblemError } from '../src/errors.js'
 import { principalOf } from '../src/http/auth.js'
 import type { Services } from '../src/services.js'
 import { summarize } from '../src/telemetry/summary.js'
@@ -32,6 +33,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
     // Every field is optional, so is the body: no body is {}.
     preValidation: async (req) => { req.body ??= {} }
   }, async (req, reply) => {
+    if (services.draining) throw new ProblemError('overloaded', 'The service is shutting down; create the run on another replica.')
     const view = await runs.create(principalOf(req).tenant, req.body)
     services.telemetry.summary.runCreated()
     services.telemetry.requests.runCreated()

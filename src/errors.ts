@@ -14,6 +14,7 @@ export const ERRORS = {
   batch_not_found: { status: 404, title: 'No such batch of this run' },
   mcp_server_not_found: { status: 404, title: 'No such MCP server' },
   not_found: { status: 404, title: 'No such route' },
+  method_not_allowed: { status: 405, title: 'The route does not take this method' },
   operation_not_found: { status: 404, title: 'No such operation for this tenant' },
   run_exists: { status: 409, title: 'A run with this id exists already' },
   run_busy: { status: 409, title: 'A batch of this run is in flight' },

@@ -4,9 +4,12 @@
  * from the run's waiting batch when a batch held for approvals is taken up,
  * on this replica or another (`loadWaiting`). `runBatch` gives it a runtime
  * in this process and runs the phase the state names next, and the ones
- * after it, until the batch has its answer: prepare, hold, admit, execute,
- * answer. A phase answers a promise only when it has something to wait for,
- * so a batch prepared and admitted in its start waits on nothing until it runs.
+ * after it, until the batch has its answer: prepare, hold, admit, settle,
+ * execute, answer. Its start step is where the engine's fast path shows: a
+ * batch prepared before its lease, and admitted in the lease's own step,
+ * names `hold` or `settle` and starts there. A phase answers a promise only
+ * when it has something to wait for, so such a batch waits on nothing until
+ * it runs.
  */
 import { performance } from 'node:perf_hooks'
 import type { WaitingBatch } from '../model/waiting.js'
@@ -20,13 +23,13 @@ import type { RunRecord } from '../model/run.js'
 import { StopSwitch } from '../schedule/types.js'
 import { type BatchInfo, ObserverList } from '../telemetry/types.js'
 import type { BatchAnswer, EngineDeps } from './engine-types.js'
-import { admit } from './phases/admit.js'
+import { admit, settle } from './phases/admit.js'
 import { answer } from './phases/answer.js'
 import { execute } from './phases/execute.js'
 import { hold } from './phases/hold.js'
-import { prepare, preparedAgain } from './phases/prepare.js'
+import { notePreparation, prepare, preparedAgain } from './phases/prepare.js'
 import type { BatchRuntime } from './runtime.js'
-import { type BatchState, newBatchState } from './state.js'
+import { type BatchState, type Prepared, newBatchState } from './state.js'
 import type { BatchEvent } from '../model/result.js'
 
 /** The longest delay a Node timer honours. */
@@ -95,34 +98,56 @@ export async function runBatch (deps: EngineDeps, leases: LeaseKeeper, run: RunR
 /** Runs the phase the state names next, and the ones after it, to the batch's answer (or the hold's 202). */
 async function runPhases (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer> {
   // A batch loaded after approvals started when it was first sent.
-  if (state.phase === 'prepare') rt.recorder.emit({ type: 'batch.started', size: state.calls.length })
+  if (state.approvals === undefined) rt.recorder.emit({ type: 'batch.started', size: state.calls.length })
   const deadline = startDeadline(state, rt)
   try {
-    if (state.phase === 'prepare') {
-      const preparing = prepare(state, rt)
-      if (preparing !== undefined) await preparing
-      state.phase = 'hold'
-    }
+    const starting = start(state, rt)
+    const prepared = starting instanceof Promise ? await starting : starting
     if (state.phase === 'hold') {
-      const holding = hold(state, rt)
+      const holding = hold(state, rt, prepared)
       const held = holding === null ? null : await holding
       if (held !== null) return held
       state.phase = 'admit'
     }
     if (state.phase === 'admit') {
-      const admitting = admit(state, rt)
-      if (admitting !== undefined) await admitting
+      state.admitted = await admit(state, rt, prepared)
+      state.phase = 'settle'
+    }
+    if (state.phase === 'settle') {
+      settle(state, rt, prepared, state.admitted)
       state.phase = 'execute'
     }
     if (state.phase === 'execute') {
-      const executing = execute(state, rt)
+      const executing = execute(state, rt, prepared)
       if (executing !== undefined) await executing
       state.phase = 'answer'
     }
-    return await answer(state, rt)
+    return await answer(state, rt, prepared)
   } finally {
     if (deadline !== null) rt.deps.clock.clearTimeout(deadline)
   }
+}
+
+/**
+ * The start step: the batch's prepared calls. A batch that names a later
+ * phase than `prepare` has them already: the engine's fast path prepared it
+ * before its lease (and, unless it may be held, admitted it in the lease's
+ * own step: it starts at `settle`), or it was prepared when first sent,
+ * before it waited for approvals (it starts at `admit`). Any other batch is
+ * prepared now. Answers a promise only when it prepares.
+ */
+function start (state: BatchState, rt: BatchRuntime): Prepared | Promise<Prepared> {
+  const early = state.prepared
+  if (state.phase !== 'prepare' && early !== undefined) {
+    // The fast path's preparation is reported as the prepare phase reports its own.
+    if (state.approvals === undefined) notePreparation(early, rt)
+    return early
+  }
+  return prepare(state, rt).then((prepared) => {
+    state.prepared = prepared
+    state.phase = 'hold'
+    return prepared
+  })
 }
 
 /**

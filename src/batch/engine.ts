@@ -114,8 +114,15 @@ export class BatchEngine {
       }
       case 'started': {
         const state = newBatchState(req, start.run, start.turn, calls)
-        if (preparedFits) state.prepared = prepared
-        if (admitted !== undefined) state.admitted = admitted
+        // The fast path: prepared before the lease, and admitted in its step unless it may be held; the batch starts after those phases.
+        if (preparedFits && prepared !== undefined) {
+          state.prepared = prepared
+          state.phase = 'hold'
+          if (admitted !== undefined) {
+            state.admitted = admitted
+            state.phase = 'settle'
+          }
+        }
         return await runBatch(this.#deps, this.#leases, start.run, state, req)
       }
     }

@@ -21,8 +21,12 @@ import type { Admission } from './admit.js'
 import type { IdentifiedCalls } from './identify-calls.js'
 import type { CallResult, PolicyMessage } from '../model/result.js'
 
-/** The phases of a batch, in the order they run. */
-export type BatchPhase = 'prepare' | 'hold' | 'admit' | 'execute' | 'answer'
+/**
+ * The phases of a batch, in the order they run: `admit` decides inside the
+ * run's atomic update, `settle` then settles (here) every call admission
+ * does not let through.
+ */
+export type BatchPhase = 'prepare' | 'hold' | 'admit' | 'settle' | 'execute' | 'answer'
 
 /** A started batch: its request, the run as its start read it, and what each phase has done so far. */
 export interface BatchState {
@@ -46,9 +50,9 @@ export interface BatchState {
   incomplete?: boolean
   /** A batch taken up after it waited for approvals: its calls as prepared then, and the decisions on them. */
   approvals?: RestoredApprovals
-  /** Set by the prepare phase (or before the lease, when it may be). */
+  /** Set by the prepare phase, or before the lease by the engine's fast path (the batch then starts at `hold` or `settle`). */
   prepared?: Prepared
-  /** Set by the admit phase (or in the lease's own step, when the batch was prepared before it). */
+  /** Set by the admit phase, or in the lease's own step by the engine's fast path; undefined after it when the run was gone. */
   admitted?: Admitted
   /** By call index: every call's result, `PENDING` until it settles. */
   results: CallResult[]
@@ -126,4 +130,15 @@ export function newBatchState (input: StateInput, run: RunRecord, turn: number, 
   if (input.incomplete !== undefined) state.incomplete = input.incomplete
   if (input.approvals !== undefined) state.approvals = input.approvals
   return state
+}
+
+/**
+ * The entry of a per-call list (by call index) that the batch's own steps
+ * filled: a missing one is a bug of the engine, thrown as one rather than
+ * read as undefined.
+ */
+export function callAt<T> (list: ReadonlyArray<T | undefined>, index: number, what: string): T {
+  const value = list[index]
+  if (value === undefined) throw new Error(`call ${index} of the batch has no ${what}`)
+  return value
 }

@@ -9,8 +9,12 @@ declare module 'fastify' {
   }
 }
 
+/** Seconds a client is told to wait before sending again after a 503 (shedding, draining, a store outage). */
+export const RETRY_AFTER_SECONDS = 1
+
 export function sendProblem (reply: FastifyReply, code: ErrorCode, detail?: string, extra?: Record<string, unknown>): FastifyReply {
   const body = problemBody(code, detail, extra, reply.request.url)
+  if (body.status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS))
   return reply.code(body.status).type('application/problem+json').send(body)
 }
 
@@ -48,5 +52,20 @@ export function registerProblems (app: FastifyInstance): void {
     else request.log.info({ code: problem.code }, 'request refused')
     return sendProblem(reply, problem.code, problem.message, problem.extra)
   })
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`))
+  // Every route's path as a pattern, so a path known under other methods answers 405 with Allow, not 404.
+  const routes: Array<{ pattern: RegExp, methods: string[] }> = []
+  app.addHook('onRoute', (route) => {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String)
+    const source = route.url.split('/').map((part) => part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
+    routes.push({ pattern: new RegExp(`^${source}$`), methods })
+  })
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods))].sort()
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '))
+      return sendProblem(reply, 'method_not_allowed', `${path} takes ${allowed.join(', ')}, not ${request.method}`)
+    }
+    return sendProblem(reply, 'not_found', `No route ${request.method} ${path}`)
+  })
 }

@@ -1,10 +1,10 @@
 /**
- * The admit phase: inside one atomic update of the run, the maxToolCalls
- * budget, the exact-repeat streak and the cycle detector decide which calls
- * go on (src/batch/admit.ts, loop-watch.ts), and the run's unresolved
- * uncertain writes which are held back (src/uncertain/batch.ts). Every call
- * that will not be dispatched is settled here: rejected, terminated,
- * denied, blocked or cancelled.
+ * The admit and settle phases: inside one atomic update of the run, the
+ * maxToolCalls budget, the exact-repeat streak and the cycle detector
+ * decide which calls go on (src/batch/admit.ts, loop-watch.ts), and the
+ * run's unresolved uncertain writes which are held back
+ * (src/uncertain/batch.ts); then every call that will not be dispatched is
+ * settled: rejected, terminated, denied, blocked or cancelled.
  */
 import { policyMessage } from '../../repeat/tracker.js'
 import { terminate } from '../../runs/transitions.js'
@@ -15,7 +15,7 @@ import { LoopWatch, admitLoops } from '../loop-watch.js'
 import { type CallResult } from '../../model/result.js'
 import { cancelledResult, deniedResult, reasonOf, rejectedResult, terminatedResult, uncertainBlockedResult } from '../../model/results.js'
 import { type BatchRuntime, watchLoops } from '../runtime.js'
-import { type Admitted, type BatchState, PENDING, type Prepared } from '../state.js'
+import { type Admitted, type BatchState, PENDING, type Prepared, callAt } from '../state.js'
 
 /** Inside the run's atomic update: the repeat streak, the call budget and the state decide which calls go on. */
 export function admitInto (r: RunRecord, batchId: string, prepared: Prepared): Admitted {
@@ -23,7 +23,7 @@ export function admitInto (r: RunRecord, batchId: string, prepared: Prepared): A
   const { outcomes, fingerprints } = prepared
   // A resumed batch is admitted again from where its first admission started: its calls count once.
   const from = r.admitted?.batchId === batchId ? r.admitted : { batchId, repeat: r.repeat, toolCalls: r.counters.toolCalls }
-  const a = decide(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: fingerprints[i]!, tracked: o.tool?.trackExactRepeats ?? true })))
+  const a = decide(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: callAt(fingerprints, i, 'fingerprint'), tracked: o.tool?.trackExactRepeats ?? true })))
   const loopStart = admitLoops(r, from, a, outcomes, fingerprints)
   r.admitted = from
   const held = weighCalls(r.uncertain, outcomes, fingerprints)
@@ -33,52 +33,41 @@ export function admitInto (r: RunRecord, batchId: string, prepared: Prepared): A
   return { verdict: a, loopStart, held }
 }
 
-/**
- * The admit phase: admits the batch in its own update of the run, unless
- * the lease's step did; then settles what will not be dispatched. Answers a
- * promise only when it has the store to wait for.
- */
-export function admit (state: BatchState, rt: BatchRuntime): Promise<void> | undefined {
-  if (state.admitted !== undefined) {
-    settle(state, rt, state.admitted)
-    return undefined
-  }
-  return rt.deps.store.updateRun(state.runId, (r) => admitInto(r, state.batchId, state.prepared!)).then((update) => {
-    // Not found: the run is gone, and nothing may start.
-    if (update.found) state.admitted = update.value
-    settle(state, rt, state.admitted)
-  })
+/** The admit phase: admits the batch in its own update of the run; undefined when the run is gone (nothing may start). */
+export async function admit (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<Admitted | undefined> {
+  const update = await rt.deps.store.updateRun(state.runId, (r) => admitInto(r, state.batchId, prepared))
+  return update.found ? update.value : undefined
 }
 
-/** Starts the detectors that read results, and settles every call admission does not let through. */
-function settle (state: BatchState, rt: BatchRuntime, admitted: Admitted | undefined): void {
+/** The settle phase: starts the detectors that read results, and settles every call admission does not let through. */
+export function settle (state: BatchState, rt: BatchRuntime, prepared: Prepared, admitted: Admitted | undefined): void {
   const { observer } = rt
-  const prepared = state.prepared!
   const verdict = admitted?.verdict
   // A string: the run left `active` during preparation (cancel, DELETE) and nothing may start.
   const admission = verdict !== undefined && typeof verdict !== 'string' ? verdict : null
   const stoppedBy = typeof verdict === 'string' ? verdict : 'ended'
-  if (admission !== null) {
+  const loopStart = admitted?.loopStart ?? null
+  if (admission !== null && loopStart !== null) {
     rt.loops = new LoopWatch({
-      observer, stats: state.stats, messages: state.policyMessages, outcomes: prepared.outcomes, fingerprints: prepared.fingerprints, pending: PENDING, limits: state.options.limits, start: admitted!.loopStart!, active: admission.termination === null
+      observer, stats: state.stats, messages: state.policyMessages, outcomes: prepared.outcomes, fingerprints: prepared.fingerprints, pending: PENDING, limits: state.options.limits, start: loopStart, active: admission.termination === null
     })
   }
-  settleUnadmitted(state, rt, admission, admitted?.held ?? [], stoppedBy)
+  settleUnadmitted(state, rt, prepared, admission, admitted?.held ?? [], stoppedBy)
   if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
   // The rejections before the first epoch are results the detectors read too.
   watchLoops(state, rt)
 }
 
 /** Settles every call that will not be dispatched (rejected, terminated, not admitted); lists those that will. */
-function settleUnadmitted (state: BatchState, rt: BatchRuntime, admission: Admission | null, held: Admitted['held'], stoppedBy: string): void {
+function settleUnadmitted (state: BatchState, rt: BatchRuntime, prepared: Prepared, admission: Admission | null, held: Admitted['held'], stoppedBy: string): void {
   const { observer, controller } = rt
   const { stats, dispatchable, dispatched } = state
-  const outcomes = state.prepared!.outcomes
+  const outcomes = prepared.outcomes
   const results = outcomes.map(() => PENDING)
   state.results = results
   const notActiveReason = controller.aborted ? String(controller.reason) : stoppedBy
   for (let i = 0; i < outcomes.length; i++) {
-    const o = outcomes[i]!
+    const o = callAt(outcomes, i, 'outcome')
     const decision = admission?.decisions[i]
     const tool = o.tool?.name ?? o.requestedName
     let settled: CallResult | null = null

@@ -18,7 +18,7 @@ import type { UncertainChange } from '../../uncertain/admission.js'
 import { batchChange, blockers, recordChange } from '../../uncertain/batch.js'
 import type { BatchAnswer } from '../engine-types.js'
 import { type BatchRuntime, watchLoops } from '../runtime.js'
-import { type BatchState, PENDING } from '../state.js'
+import { type BatchState, PENDING, type Prepared } from '../state.js'
 import type { BatchResponse } from '../../model/result.js'
 
 /** How the batch left its run. */
@@ -33,7 +33,7 @@ interface Closing {
 const GONE: Closing = { state: 'ended', terminationReason: 'ended', terminatedNow: false, uncertain: undefined }
 
 /** The answer phase: records the batch, releases the lease and builds the response. */
-export async function answer (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer> {
+export async function answer (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<BatchAnswer> {
   // What settled after the last epoch (or with no epoch at all) is walked too.
   watchLoops(state, rt)
   const { store } = rt.deps
@@ -51,7 +51,7 @@ export async function answer (state: BatchState, rt: BatchRuntime): Promise<Batc
   // Terminal states this batch causes, unless the run already left `active`.
   const ending: TerminationReason | null = closed ? 'projection_failed' : state.loopStop ?? (reason === 'timeout' ? 'timeout' : null)
   const held = state.admitted?.held ?? []
-  const change = batchChange(state.batchId, results, state.dispatched, state.operations, held, state.prepared!.fingerprints, rt.deps.clock.now())
+  const change = batchChange(state.batchId, results, state.dispatched, state.operations, held, prepared.fingerprints, rt.deps.clock.now())
   await rt.deps.uncertain?.noteAdded(state.runId, change)
   const { observer, recorder } = rt
   let closing: Closing | undefined

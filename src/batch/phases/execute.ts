@@ -20,15 +20,15 @@ import { type DispatchContext, dispatchPlain } from '../dispatch-call.js'
 import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../../model/results.js'
 import { type CallResult } from '../../model/result.js'
 import { type BatchRuntime, watchLoops } from '../runtime.js'
-import type { BatchState } from '../state.js'
+import { type BatchState, type Prepared, callAt } from '../state.js'
 
 /** When calls started, as ISO text. */
 const START_TIMES = new IsoTime()
 
 /** The execute phase: runs the epochs of the calls that may be dispatched, if any. */
-export function execute (state: BatchState, rt: BatchRuntime): Promise<void> | undefined {
+export function execute (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<void> | undefined {
   if (state.dispatchable.length === 0) return undefined
-  return new Execution(state, rt).run()
+  return new Execution(state, rt, prepared).run()
 }
 
 /**
@@ -38,6 +38,7 @@ export function execute (state: BatchState, rt: BatchRuntime): Promise<void> | u
 class Execution implements RunnerHooks {
   readonly #state: BatchState
   readonly #rt: BatchRuntime
+  readonly #prepared: Prepared
   /** By call index: what observers are told of a call, made once when it starts. */
   readonly #started: CallInfo[] = []
   /** By call index: why its exchange with the executor failed, when it did. */
@@ -48,9 +49,10 @@ class Execution implements RunnerHooks {
   /** The run, as operation ids name it. */
   readonly #identity: RunIdentity
 
-  constructor (state: BatchState, rt: BatchRuntime) {
+  constructor (state: BatchState, rt: BatchRuntime, prepared: Prepared) {
     this.#state = state
     this.#rt = rt
+    this.#prepared = prepared
     this.#context = {
       runId: state.runId,
       batchId: state.batchId,
@@ -81,12 +83,12 @@ class Execution implements RunnerHooks {
 
   #dispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
     const state = this.#state
-    const call = state.dispatched[c.index]!
+    const call = callAt(state.dispatched, c.index, 'prepared call')
     const callInfo = this.#started[c.index] ?? this.#info(c, epoch)
     const held = state.admitted?.held[c.index]
-    const prepared = state.prepared!
-    const opId = state.operations[c.index] = held?.kind === 'retry' ? held.of.operationId : operationId(this.#identity, call.id, prepared.fingerprints[call.index]!)
-    const args = prepared.argumentTexts[call.index]!
+    const prepared = this.#prepared
+    const opId = state.operations[c.index] = held?.kind === 'retry' ? held.of.operationId : operationId(this.#identity, call.id, callAt(prepared.fingerprints, call.index, 'fingerprint'))
+    const args = callAt(prepared.argumentTexts, call.index, 'argument text')
     const observer = this.#rt.observer
     const headers = observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined
@@ -98,7 +100,7 @@ class Execution implements RunnerHooks {
   }
 
   #info (c: SchedulableCall, epoch: number): CallInfo {
-    const tool = this.#state.dispatched[c.index]!.tool
+    const tool = callAt(this.#state.dispatched, c.index, 'prepared call').tool
     return { callId: c.id, tool: tool.name, known: true, epoch, description: tool.description }
   }
 
@@ -124,7 +126,7 @@ class Execution implements RunnerHooks {
   /** @internal Runner hook: once per call; objects are built whole, without spreads. */
   callSettled (c: SchedulableCall, _epoch: number, s: Settlement<unknown>): void {
     const state = this.#state
-    const call = state.dispatched[c.index]!
+    const call = callAt(state.dispatched, c.index, 'prepared call')
     const stats = state.stats
     let result: CallResult
     let durationMs: number | null = null

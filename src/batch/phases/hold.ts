@@ -9,6 +9,7 @@
 import { performance } from 'node:perf_hooks'
 import { awaitingResponse } from '../../approvals/hold.js'
 import { announceHeld, heldIndexes, markBlockedRetries, toWaiting } from '../../approvals/waiting.js'
+import type { ApprovalSettings } from '../../approvals/types.js'
 import { round } from '../../events/recorder.js'
 import { ProblemError } from '../../errors.js'
 import type { PreparationOutcome } from '../../model/call.js'
@@ -16,7 +17,7 @@ import { hold as holdRun } from '../../runs/transitions.js'
 import type { RunRecord } from '../../model/run.js'
 import type { BatchAnswer, EngineDeps } from '../engine-types.js'
 import type { BatchRuntime } from '../runtime.js'
-import type { BatchState } from '../state.js'
+import type { BatchState, Prepared } from '../state.js'
 
 /** Whether the batch has a call to hold: approvals are on, and a prepared call's tool requires one. */
 export function mayHold (deps: EngineDeps, outcomes: readonly PreparationOutcome[]): boolean {
@@ -29,9 +30,10 @@ export function mayHold (deps: EngineDeps, outcomes: readonly PreparationOutcome
  * the batch then goes on as any batch does. Answers a promise only when it
  * stores the batch.
  */
-export function hold (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer | null> | null {
-  if (rt.controller.aborted || !mayHold(rt.deps, state.prepared!.outcomes)) return null
-  return store(state, rt)
+export function hold (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<BatchAnswer | null> | null {
+  const settings = rt.deps.approvals
+  if (settings === undefined || rt.controller.aborted || heldIndexes(prepared.outcomes).length === 0) return null
+  return store(state, rt, prepared, settings)
 }
 
 /**
@@ -39,8 +41,8 @@ export function hold (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
  * refused (429, its lease released, nothing of it run), so one tenant
  * cannot pin the store full for the others (SPEC section 19).
  */
-async function checkWaitingQuota (state: BatchState, rt: BatchRuntime): Promise<void> {
-  const max = rt.deps.approvals!.maxWaitingPerTenant
+async function checkWaitingQuota (state: BatchState, rt: BatchRuntime, settings: ApprovalSettings): Promise<void> {
+  const max = settings.maxWaitingPerTenant
   if (max === undefined) return
   let waiting = 0
   for (const run of await rt.deps.store.waitingRuns()) if (run.tenant === state.tenant && run.runId !== state.runId) waiting++
@@ -50,11 +52,10 @@ async function checkWaitingQuota (state: BatchState, rt: BatchRuntime): Promise<
 }
 
 /** Stores the batch as its run's waiting batch and answers the 202. */
-async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer | null> {
+async function store (state: BatchState, rt: BatchRuntime, prepared: Prepared, settings: ApprovalSettings): Promise<BatchAnswer | null> {
   const { deps } = rt
-  const settings = deps.approvals!
-  const { outcomes } = state.prepared!
-  await checkWaitingQuota(state, rt)
+  const { outcomes } = prepared
+  await checkWaitingQuota(state, rt, settings)
   const waiting = toWaiting({
     batchId: state.batchId,
     requestHash: state.identified.requestHash,
@@ -70,7 +71,7 @@ async function store (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer 
   const announced = announceHeld(waiting)
   let uncertain: RunRecord['uncertain']
   const stored = await deps.store.updateRun(state.runId, (r) => {
-    markBlockedRetries(waiting, r.uncertain, outcomes, state.prepared!.fingerprints)
+    markBlockedRetries(waiting, r.uncertain, outcomes, prepared.fingerprints)
     uncertain = r.uncertain
     return holdRun(r, waiting, deps.replicaId, settings.graceMs)
   })

@@ -16,7 +16,7 @@ import type { ToolLookup } from '../../model/tool.js'
 import type { EngineDeps } from '../engine-types.js'
 import type { IdentifiedCalls } from '../identify-calls.js'
 import type { BatchRuntime } from '../runtime.js'
-import type { BatchState, Prepared } from '../state.js'
+import { type BatchState, type Prepared, callAt } from '../state.js'
 
 /** When batches were prepared, as ISO text. */
 const PREPARED_TIMES = new IsoTime()
@@ -63,8 +63,8 @@ function fingerprinted (deps: EngineDeps, calls: readonly RawCall[], requestText
   const argumentTexts: CanonicalText[] = []
   const fingerprints: string[] = []
   for (let i = 0; i < outcomes.length; i++) {
-    const o = outcomes[i]!
-    const text = leftAsSent(deps, o, calls[i]!) ? requestTexts[i]! : canonicalText(o.arguments ?? null)
+    const o = callAt(outcomes, i, 'outcome')
+    const text = leftAsSent(deps, o, callAt(calls, i, 'call')) ? callAt(requestTexts, i, 'argument text') : canonicalText(o.arguments ?? null)
     argumentTexts.push(text)
     fingerprints.push(callFingerprint(o.tool?.name ?? o.requestedName, o.tool?.ignoreArguments, o.arguments, text.text))
   }
@@ -99,23 +99,14 @@ export function sameTools (a: readonly string[] | null, b: readonly string[] | n
   return a.length === b.length && a.every((name, i) => name === b[i])
 }
 
-/**
- * The prepare phase: the batch's calls prepared, unless they were before its
- * lease; a slow preparation is reported. Answers a promise only when it has
- * work to wait for, so a batch prepared early adds no await.
- */
-export function prepare (state: BatchState, rt: BatchRuntime): Promise<void> | undefined {
-  if (state.prepared !== undefined) {
-    noteSlow(state.prepared, rt)
-    return undefined
-  }
-  return prepareCalls(rt.deps, state, state.identified, state.options.tools).then((prepared) => {
-    state.prepared = prepared
-    noteSlow(prepared, rt)
-  })
+/** The prepare phase: the batch's calls prepared; a slow preparation is reported. */
+export async function prepare (state: BatchState, rt: BatchRuntime): Promise<Prepared> {
+  const prepared = await prepareCalls(rt.deps, state, state.identified, state.options.tools)
+  notePreparation(prepared, rt)
+  return prepared
 }
 
 /** Reports a preparation that took longer than the engine's `slowPreparationMs`. */
-function noteSlow (prepared: Prepared, rt: BatchRuntime): void {
+export function notePreparation (prepared: Prepared, rt: BatchRuntime): void {
   if (prepared.preparationMs > (rt.deps.slowPreparationMs ?? Infinity)) rt.observer.preparationSlow(prepared.preparationMs)
 }
