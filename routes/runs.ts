@@ -82,7 +82,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
   }, async (req) => {
     const principal = principalOf(req)
     const run = await runs.get(principal.tenant, req.params.runId)
-    const offered = offeredTools(tools.list(), run.options.tools, principal.scopes)
+    const offered = offeredTools(tools.list(), run.options.tools, principal.scopes, (name) => tools.quarantined(name))
       .map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
     const format = req.query.format === undefined ? undefined : formatNamed(req.query.format)
     if (format === undefined) return { tools: offered }

@@ -170,7 +170,7 @@ export class McpSession {
   /** The run's tools as this session's key may see them, each under its model-safe name. */
   async #offered (): Promise<Array<{ name: string, tool: Tool }>> {
     const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
-    return offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
+    return offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes, (name) => this.#deps.tools.quarantined(name)).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
   }
 
   /** Asks the client's user to approve a held call (elicitation); null when there is no usable answer. */

@@ -343,6 +343,7 @@ export class ToolRegistry implements ToolLookup {
 
   /** Sets an owner's quarantined tool names, in place of its earlier ones: they are not offered, and calls to them are rejected `tool_quarantined`. */
   setQuarantined (owner: string, names: readonly string[]): void {
+    this.#changed()
     if (names.length === 0) this.#quarantined.delete(owner)
     else this.#quarantined.set(owner, new Set(names))
   }
