@@ -12,8 +12,8 @@ import { startConformanceUpstream } from './conformance-upstream.js'
  * The official MCP conformance suite's server scenarios against toolgate's
  * own `/mcp`, with an upstream MCP server of the suite's test tools imported
  * with an empty prefix. The suite needs Node 22+: it runs on the Node that
- * runs this file when that is new enough, else on TOOLGATE_TEST_NODE24
- * (.ci/run sets it to the Node 24 binary it installs from npm).
+ * runs this file when that is new enough (.ci/run's Node 24 pass), else on
+ * TOOLGATE_TEST_NODE24, a Node 22+ binary; without either it plans nothing.
  */
 const SCENARIOS = [
   'server-initialize', 'ping', 'logging-set-level', 'tools-list',
