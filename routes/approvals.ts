@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { Decider } from '../src/model/waiting.js'
 import { principalOf } from '../src/http/auth.js'
 import type { Services } from '../src/services.js'
-import { ApprovalInbox, DecisionsBody } from '../schemas/approval.js'
+import { ApprovalInbox, DecisionsBody, ElicitationsAnswered } from '../schemas/approval.js'
 import { BatchParams } from '../schemas/listing.js'
 import { problems } from '../schemas/common.js'
 import { answer } from '../schemas/responses.js'
@@ -24,7 +24,12 @@ export const approvalRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       description: 'Oldest request first. The only place toolgate shows arguments: the prepared ones a person decides on.',
       response: { 200: answer(ApprovalInbox, 'The calls waiting for a decision, with their prepared arguments.') }
     }
-  }, async (req) => ({ approvals: await approvals.inbox(principalOf(req).tenant) }))
+  }, async (req) => {
+    const { tenant } = principalOf(req)
+    // A server's questions during running calls (SPEC section 18) beside the held calls, oldest first.
+    const all = [...await approvals.inbox(tenant), ...services.elicitations.pending(tenant)]
+    return { approvals: all.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt)) }
+  })
 
   app.post('/v1/runs/:runId/batches/:batchId/approvals', {
     config: deciders,
@@ -38,12 +43,16 @@ export const approvalRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       body: answer(DecisionsBody, 'Decisions on held calls of the batch.'),
       response: {
         200: answer(Type.Ref('BatchResponse'), 'The last held call was decided: the batch ran; its completed answer.'),
-        202: answer(Type.Ref('BatchResponse'), 'Calls remain undecided: the batch as it stands (`state: awaiting_approval`).'),
+        202: answer(Type.Union([Type.Ref('BatchResponse'), ElicitationsAnswered]), 'Calls remain undecided: the batch as it stands (`state: awaiting_approval`); or the decisions answered questions of MCP servers about running calls (`answered`).'),
         ...problems('invalid_request', 'run_not_found', 'batch_not_found', 'approval_not_pending')
       }
     }
   }, async (req, reply) => {
     const principal = principalOf(req)
+    const { runId, batchId } = req.params
+    if (services.elicitations.decide(principal.tenant, runId, batchId, req.body.decisions)) {
+      return reply.code(202).type(JSON_TYPE).send(JSON.stringify({ runId, batchId, answered: req.body.decisions.map((d) => d.callId) }))
+    }
     const by: Decider = principal.name === undefined ? { tenant: principal.tenant } : { tenant: principal.tenant, name: principal.name }
     const answer = await approvals.decide(by, req.params.runId, req.params.batchId, req.body.decisions)
     return reply.code(answer.status).type(JSON_TYPE).send(answer.body)

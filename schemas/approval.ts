@@ -8,7 +8,8 @@ export const Decision = Type.Object({
   arguments: Type.Optional(Type.Union([
     Type.String({ description: 'JSON text' }),
     Type.Object({}, { additionalProperties: true })
-  ], { description: "An approval's edited arguments: prepared again through every stage; failing makes the call `rejected`." }))
+  ], { description: "An approval's edited arguments: prepared again through every stage; failing makes the call `rejected`." })),
+  content: Type.Optional(Type.Object({}, { additionalProperties: true, description: "Approving an MCP server's question (`elicitation`): the answer, matching its `requestedSchema`." }))
 }, { additionalProperties: false })
 
 /** POST /v1/runs/{runId}/batches/{batchId}/approvals */
@@ -17,5 +18,19 @@ export const DecisionsBody = Type.Object({
 }, { additionalProperties: false })
 
 export const ApprovalInbox = Type.Object({
-  approvals: Type.Array(Type.Composite([Type.Object({ runId: Type.String(), batchId: Type.String() }), PendingApproval]))
+  approvals: Type.Array(Type.Composite([Type.Object({
+    runId: Type.String(),
+    batchId: Type.String(),
+    elicitation: Type.Optional(Type.Object({
+      message: Type.String(),
+      requestedSchema: Type.Object({}, { additionalProperties: true })
+    }, { description: 'A question an MCP server asks during this running call: approving answers `accept` with the decision\'s `content`, denying `decline`, expiry `cancel`.' }))
+  }), PendingApproval]))
+})
+
+/** The answer to decisions on MCP servers' questions about running calls. */
+export const ElicitationsAnswered = Type.Object({
+  runId: Type.String(),
+  batchId: Type.String(),
+  answered: Type.Array(Type.String(), { description: 'The call ids whose questions were answered.' })
 })

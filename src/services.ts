@@ -21,6 +21,7 @@ import type { ToolPins } from './store/tool-pins.js'
 import type { ReconnectPolicy } from './mcp/connection.js'
 import { UncertainWrites, type UncertainWritesOptions } from './uncertain/service.js'
 import { ApprovalService } from './approvals/service.js'
+import { Elicitations } from './approvals/elicitations.js'
 import { type Clock, systemClock } from './clock.js'
 import { McpGateway } from './mcp-server/gateway.js'
 import { CallRelays } from './dispatch/relays.js'
@@ -41,6 +42,8 @@ export interface Services {
   engine: BatchEngine
   runs: RunService
   approvals: ApprovalService
+  /** Questions MCP servers ask during calls, waiting for an answer (SPEC section 18). */
+  elicitations: Elicitations
   keys: KeyRing
   telemetry: TelemetryHandle
   replicaId: string
@@ -90,9 +93,17 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const authorizer = external === undefined ? undefined : meteredAuthorizer(external, telemetry.metrics.registry)
   const replicaId = randomUUID()
   const relays = new CallRelays()
+  const elicitations = new Elicitations({
+    clock,
+    ttlMs: config.approvalTtlSeconds * 1000,
+    tenantOf: async (runId) => (await store.getRun(runId))?.tenant,
+    // Ids and the action only: never the question or the content.
+    onAnswered: (call, action, by) => { logger.info({ runId: call.runId, batchId: call.batchId, callId: call.callId, tool: call.tool, action, by }, 'server question answered') }
+  })
   const pins = overrides.toolPins ?? createToolPins(config, logger)
   const mcp = new McpServers({
     relays,
+    elicitations,
     tools,
     logger,
     metrics: telemetry.metrics.registry,
@@ -179,6 +190,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     engine,
     runs,
     approvals,
+    elicitations,
     keys,
     telemetry,
     replicaId,

@@ -6,7 +6,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { CallToolRequestSchema, CreateMessageResultSchema, ErrorCode, ListToolsRequestSchema, type LoggingLevel, McpError, SetLevelRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolRequestSchema, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, type LoggingLevel, McpError, SetLevelRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
 import { offeredTools } from '../tools/offered.js'
@@ -105,6 +105,7 @@ export class McpSession {
         void extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {})
       }
       const sampling = this.server.getClientCapabilities()?.sampling !== undefined
+      const elicitation = this.server.getClientCapabilities()?.elicitation !== undefined
       const result = await deps.turns.run({
         runId: owner.runId,
         tenant: owner.tenant,
@@ -123,7 +124,9 @@ export class McpSession {
               void extra.sendNotification({ method: 'notifications/message', params: { ...m, level: m.level as LoggingLevel } }).catch(() => {})
             },
             request: async (method, params, signal) => {
-              if (method !== 'sampling/createMessage' || !sampling) throw new McpError(ErrorCode.InvalidRequest, `The MCP client of this call does not offer ${method === 'sampling/createMessage' ? 'sampling' : method}.`)
+              // A server's question goes to the client's user as it came; the first answer, from here or from a person, wins.
+              if (method === 'elicitation/create' && elicitation) return await extra.sendRequest({ method, params } as never, ElicitResultSchema, { signal, timeout: deps.approvalTtlMs }) as Record<string, unknown>
+              if (method !== 'sampling/createMessage' || !sampling) throw new McpError(ErrorCode.InvalidRequest, `The MCP client of this call does not offer ${method === 'sampling/createMessage' ? 'sampling' : method === 'elicitation/create' ? 'elicitation' : method}.`)
               return await extra.sendRequest({ method, params } as never, CreateMessageResultSchema, { signal }) as Record<string, unknown>
             }
           }

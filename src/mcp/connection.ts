@@ -3,13 +3,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import { CallToolResultSchema, CreateMessageRequestSchema, ErrorCode, LoggingMessageNotificationSchema, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, ErrorCode, LoggingMessageNotificationSchema, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import * as z from 'zod/v4'
 import type { McpServerDefinition } from '../../schemas/mcp-server.js'
 import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
 import type { CallRelay } from '../dispatch/relays.js'
+import type { ElicitationAnswer, ElicitationQuestion } from '../approvals/elicitations.js'
 import { type BoundedCall, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { classifyCallError, describeFailure } from './classify.js'
 import { DEFAULT_MAX_TOOLS, type ImportSettings, boundedProblems } from './import.js'
@@ -51,6 +52,15 @@ const LISTED_PER_ALLOWED = 10
 const MIN_SETUP_MS = 10_000
 const MAX_SETUP_MS = 30_000
 const CLIENT_INFO = { name: 'toolgate', version: '0.1.0' }
+/** What one call brings beside its arguments: its caller, and who answers the server's questions about it. */
+export interface CallHooks {
+  /** The caller to relay to (toolgate's own MCP endpoint). */
+  relay?: CallRelay | undefined
+  /** Puts a server's `elicitation/create` about this call to whoever answers it (SPEC section 18). */
+  elicit?: ((question: ElicitationQuestion, signal: AbortSignal) => Promise<ElicitationAnswer>) | undefined
+}
+/** The `_meta` key a server may name its call by in a request about it: the call's operation id, as sent in tools/call. */
+const OPERATION_META = 'toolgate/operationId'
 /** A call to a server that is not connected: it was not sent. */
 const UNAVAILABLE: ExecutorAnswer = Object.freeze({ kind: 'unsent', code: 'server_down' })
 
@@ -72,6 +82,8 @@ export class McpConnection {
   readonly #inFlight = new Map<string, BoundedCall>()
   /** Calls in flight that have a caller to relay to, by operation id. */
   readonly #relayed = new Map<string, CallRelay>()
+  /** Every call in flight, by operation id: a server's question is about one of them. */
+  readonly #calls = new Map<string, CallHooks>()
   #state: ServerState = 'connecting'
   #lastError: string | null = null
   #refreshedAt: string | null = null
@@ -163,10 +175,10 @@ export class McpConnection {
    * session (the request was not processed), so a new session is
    * initialised and the call sent once more on it.
    */
-  async call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, relay?: CallRelay): Promise<ExecutorAnswer> {
+  async call (remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, hooks: CallHooks = {}): Promise<ExecutorAnswer> {
     const client = this.#client
     if (client === null) return UNAVAILABLE
-    const first = await this.#send(client, remoteName, args, operationId, timeoutMs, trace, relay)
+    const first = await this.#send(client, remoteName, args, operationId, timeoutMs, trace, hooks)
     if (first !== SESSION_LOST) return first
     this.#log.warn({ mcpServer: this.settings.name }, 'MCP session lost by the server: initialising a new one')
     if (this.#client === client) {
@@ -178,14 +190,16 @@ export class McpConnection {
     }
     const fresh = this.#client
     if (fresh === null) return { kind: 'unsent', code: 'session_lost' }
-    const second = await this.#send(fresh, remoteName, args, operationId, timeoutMs, trace, relay)
+    const second = await this.#send(fresh, remoteName, args, operationId, timeoutMs, trace, hooks)
     if (second !== SESSION_LOST) return second
     this.#drop(fresh, 'the server lost the session again')
     return { kind: 'unsent', code: 'session_lost' }
   }
 
-  async #send (client: Client, remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, relay?: CallRelay): Promise<ExecutorAnswer | typeof SESSION_LOST> {
+  async #send (client: Client, remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, hooks: CallHooks = {}): Promise<ExecutorAnswer | typeof SESSION_LOST> {
+    const { relay } = hooks
     const abort = new AbortController()
+    this.#calls.set(operationId, hooks)
     this.#inFlight.set(operationId, { abort: (reason) => { abort.abort(reason) } })
     if (relay !== undefined) this.#relayed.set(operationId, relay)
     try {
@@ -212,6 +226,7 @@ export class McpConnection {
     } finally {
       this.#inFlight.delete(operationId)
       this.#relayed.delete(operationId)
+      this.#calls.delete(operationId)
     }
   }
 
@@ -220,6 +235,19 @@ export class McpConnection {
     if (this.#relayed.size !== 1) return undefined
     for (const relay of this.#relayed.values()) return relay
     return undefined
+  }
+
+  /**
+   * A server's question about a call: the one it names (by its operation id
+   * in `_meta`), else the server's one call in flight; declined when it is
+   * about none of them, or one that no one can answer.
+   */
+  async #elicit (params: Record<string, unknown>, signal: AbortSignal): Promise<ElicitationAnswer> {
+    const named = (params._meta as Record<string, unknown> | undefined)?.[OPERATION_META]
+    const hooks = typeof named === 'string' ? this.#calls.get(named) : this.#calls.size === 1 ? this.#calls.values().next().value : undefined
+    const { message, requestedSchema } = params
+    if (hooks?.elicit === undefined || params.mode === 'url' || typeof message !== 'string' || typeof requestedSchema !== 'object' || requestedSchema === null) return { action: 'decline' }
+    return await hooks.elicit({ message, requestedSchema: requestedSchema as Record<string, unknown> }, signal)
   }
 
   /** Stops for good: no more reconnects, the process (stdio) is stopped. */
@@ -240,7 +268,7 @@ export class McpConnection {
 
   async #attempt (): Promise<void> {
     this.#setState('connecting')
-    const client = new Client(CLIENT_INFO, { capabilities: { sampling: {} } })
+    const client = new Client(CLIENT_INFO, { capabilities: { sampling: {}, elicitation: { form: {} } } })
     // The SDK reports errors it recovers from here; failures that matter are met where they happen.
     client.onerror = () => {}
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => { void this.refresh() })
@@ -252,6 +280,7 @@ export class McpConnection {
       if (relay === undefined) throw new McpError(ErrorCode.InvalidRequest, 'Sampling is only available during a call whose caller is an MCP client that offers it.')
       return await relay.request('sampling/createMessage', request.params, extra.signal) as never
     })
+    client.setRequestHandler(ElicitRequestSchema, async (request, extra) => await this.#elicit(request.params as Record<string, unknown>, extra.signal) as never)
     const setupOutput = new SetupOutput()
     try {
       const transport = this.#transport()

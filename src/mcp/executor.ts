@@ -1,6 +1,7 @@
 import type { DispatchContext, Executor, ExecutorAnswer, ExecutorCall } from '../dispatch/executor.js'
 import type { CallRelays } from '../dispatch/relays.js'
-import type { McpConnection } from './connection.js'
+import type { Elicitations } from '../approvals/elicitations.js'
+import type { CallHooks, McpConnection } from './connection.js'
 
 /** Whether a result's structuredContent matches the tool's outputSchema. */
 export type OutputCheck = (structured: unknown) => boolean
@@ -21,19 +22,30 @@ export class McpToolExecutor implements Executor {
   readonly #relays: CallRelays | undefined
 
   /** `output` checks a result's structuredContent against the tool's outputSchema (SPEC §18), when it has one. */
-  constructor (connection: McpConnection, remoteName: string, output?: OutputCheck, relays?: CallRelays) {
+  /** Who answers the server's questions about a call (SPEC section 18). */
+  readonly #elicitations: Elicitations | undefined
+
+  constructor (connection: McpConnection, remoteName: string, output?: OutputCheck, relays?: CallRelays, elicitations?: Elicitations) {
     this.#connection = connection
     this.#remoteName = remoteName
     this.#output = output
     this.#relays = relays
+    this.#elicitations = elicitations
   }
 
   async send (ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
     const relay = this.#relays?.get(ctx.runId, call.id)
+    const elicitations = this.#elicitations
+    const hooks: CallHooks = {
+      relay,
+      elicit: elicitations === undefined
+        ? undefined
+        : (question, signal) => elicitations.ask({ runId: ctx.runId, batchId: ctx.batchId, callId: call.id, tool: call.tool.name, arguments: call.arguments }, question, relay, signal)
+    }
     const answer = trace === undefined
-      ? await this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, relay)
+      ? await this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, hooks)
       : await withClientSpan(trace, () => this.#shape(),
-        (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers, relay), settleAnswer)
+        (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers, hooks), settleAnswer)
     return this.#checked(answer)
   }
 

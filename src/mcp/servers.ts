@@ -16,6 +16,7 @@ import { McpToolExecutor, type OutputCheck } from './executor.js'
 import { changesBetween, pinOf } from './pins.js'
 import { MemoryToolPins, type ToolPin, type ToolPins } from '../store/tool-pins.js'
 import type { CallRelays } from '../dispatch/relays.js'
+import type { Elicitations } from '../approvals/elicitations.js'
 
 /** A server definition that cannot be used; `problems` names each thing wrong. */
 export class InvalidMcpServerError extends Error {
@@ -31,6 +32,8 @@ export interface McpServersOptions {
   tools: ToolRegistry
   /** The callers of calls that have one (toolgate's own MCP endpoint): what a server sends during a call reaches them. */
   relays?: CallRelays
+  /** Who answers a server's questions about a call (SPEC section 18). */
+  elicitations?: Elicitations
   logger: Logger
   metrics: Registry
   /** Origins a Streamable HTTP server's URL must belong to; null for any. */
@@ -397,7 +400,7 @@ export class McpServers {
       }
       try {
         const output = listedOutput === undefined ? undefined : this.#outputCheck(listedOutput)
-        const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName, output, this.#opts.relays))
+        const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName, output, this.#opts.relays, this.#opts.elicitations))
         tools.push(tool)
         after.set(remoteName, { key, tool })
       } catch (err) {

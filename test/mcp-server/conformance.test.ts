@@ -25,7 +25,7 @@ const SCENARIOS = [
 
 /** Scenarios expected to fail, with why: the suite's own baseline file (a stale entry fails the run). */
 const BASELINE = join(import.meta.dirname, 'conformance-baseline.yml')
-const EXPECTED_FAILURES = new Set(['tools-call-elicitation'])
+const EXPECTED_FAILURES = new Set<string>()
 
 const major = Number(process.versions.node.split('.')[0])
 const node = major >= 22 ? process.execPath : process.env.TOOLGATE_TEST_NODE24
