@@ -85,7 +85,8 @@ export class Elicitations {
         this.#pending.delete(key)
         clock.clearTimeout(entry.timer)
         signal.removeEventListener('abort', onAbort)
-        withdraw.abort()
+        // The client's question is withdrawn, unless its answer is the one that came.
+        if (by !== 'client') withdraw.abort()
         this.#ajv.removeSchema(question.requestedSchema)
         this.#opts.onAnswered?.(call, answer.action, by)
         resolve(answer)
