@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, get, post, sleep } from '../helper.js'
 import { FakeClock } from '../clock.js'
@@ -12,7 +12,7 @@ import { newRun, decide } from './helpers.js'
  * `test_elicitation` tool: it asks for a username and an email and answers
  * what it was told.
  */
-type Tap = typeof t
+type Tap = Test
 const SECRET = 'question-text-7f3a'
 
 async function elicitingApp (t: Tap): Promise<{ app: FastifyInstance, clock: FakeClock, logs: string[] }> {
