@@ -22,6 +22,7 @@ const Common = {
   include: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "Only these of the server's tools (its own names)." })),
   exclude: Type.Optional(Type.Array(RemoteToolName, { maxItems: 1024, uniqueItems: true, description: "None of these of the server's tools (its own names)." })),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000, description: 'Timeout of each tools/call.' })),
+  maxTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 36_000_000, description: "Longest a tools/call may take in all while the server's progress notifications reset its timeout; default 10 times timeoutMs." })),
   tools: Type.Optional(Type.Record(RemoteToolName, McpToolOverride, { description: "Overrides by the server's own tool name; they win over annotations." }))
 }
 
@@ -67,6 +68,7 @@ export const McpServerView = Type.Object({
   include: Type.Optional(Type.Array(Type.String())),
   exclude: Type.Optional(Type.Array(Type.String())),
   timeoutMs: Type.Integer(),
+  maxTimeoutMs: Type.Integer(),
   overrides: Type.Record(Type.String(), Type.Object({}, { additionalProperties: true })),
   state: Type.Union([Type.Literal('connecting'), Type.Literal('ready'), Type.Literal('down')]),
   lastError: Type.Union([Type.String(), Type.Null()]),

@@ -13,7 +13,7 @@ import type { CallRelay } from '../dispatch/relays.js'
 import type { ElicitationAnswer, ElicitationQuestion } from '../approvals/elicitations.js'
 import { type BoundedCall, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { classifyCallError, describeFailure } from './classify.js'
-import { DEFAULT_MAX_TOOLS, type ImportSettings, boundedProblems } from './import.js'
+import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, boundedProblems } from './import.js'
 
 /** A server's state as the admin API shows it. */
 export type ServerState = 'connecting' | 'ready' | 'down'
@@ -207,9 +207,16 @@ export class McpConnection {
       const result = await client.request(
         { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { ...trace, 'toolgate/operationId': operationId } } },
         CallToolResultSchema,
-        // On timeout the SDK sends notifications/cancelled for the request.
-        // A caller to relay to asks for progress (the SDK then sends a progress token).
-        { timeout: timeoutMs, signal: abort.signal, ...(relay === undefined ? {} : { onprogress: (p: { progress: number, total?: number, message?: string }) => relay.progress(p) }) }
+        // On timeout the SDK sends notifications/cancelled for the request. Progress is asked for on
+        // every call (the SDK sends a progress token): each notification resets the timeout, up to
+        // maxTimeoutMs in all (SPEC §18), and reaches the caller when there is one to relay to.
+        {
+          timeout: timeoutMs,
+          signal: abort.signal,
+          resetTimeoutOnProgress: true,
+          maxTotalTimeout: Math.max(timeoutMs, this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs),
+          onprogress: (p: { progress: number, total?: number, message?: string }) => { relay?.progress(p) }
+        }
       )
       if (this.definition.transport === 'stdio' && tooLong(result, this.#maxResponseBytes)) return { kind: 'unknown', code: 'response_too_large' }
       relay?.result(result as ToolCallResult)

@@ -12,6 +12,9 @@ export interface ListedTool {
 }
 
 /** What importing needs to know of a server: its definition with every default filled in. */
+/** A call whose server reports progress may take this many times its timeout in all, unless maxTimeoutMs says otherwise. */
+export const PROGRESS_TIMEOUT_FACTOR = 10
+
 export interface ImportSettings {
   name: string
   trust: 'trusted' | 'untrusted'
@@ -19,6 +22,8 @@ export interface ImportSettings {
   include: readonly string[] | null
   exclude: readonly string[]
   timeoutMs: number
+  /** Longest a call may take in all while progress resets its timeout (SPEC §18). @default 10 times timeoutMs */
+  maxTimeoutMs?: number
   overrides: Readonly<Record<string, McpToolOverride>>
   /** Whether the server's tools are pinned and changes quarantined (SPEC §18). @default false */
   pinning?: boolean

@@ -10,7 +10,7 @@ import { problemAt, schemaProblems } from '../tools/schema-problems.js'
 import type { Tool } from '../model/tool.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
 import type { Clock } from '../clock.js'
-import { DEFAULT_MAX_TOOLS, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName, withoutForeignDialect } from './import.js'
+import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName, withoutForeignDialect } from './import.js'
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
 import { McpToolExecutor, type OutputCheck } from './executor.js'
 import { changesBetween, pinOf } from './pins.js'
@@ -425,6 +425,7 @@ function settingsOf (def: McpServerDefinition, maxTools: number): ImportSettings
     include: def.include ?? null,
     exclude: def.exclude ?? [],
     timeoutMs: def.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS,
+    maxTimeoutMs: def.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * (def.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS),
     overrides: def.tools ?? {}
   }
 }
@@ -439,6 +440,7 @@ function viewOf (conn: McpConnection, tools: ToolRegistry): McpServerView {
     prefix: s.prefix,
     pinning: s.pinning ? 'on' : 'off',
     timeoutMs: s.timeoutMs,
+    maxTimeoutMs: s.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * s.timeoutMs,
     overrides: s.overrides as Record<string, Record<string, unknown>>,
     state: conn.state,
     lastError: conn.lastError,
