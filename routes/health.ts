@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Services } from '../src/services.js'
 import { answer } from '../schemas/responses.js'
 import { readiness } from '../src/telemetry/health-metrics.js'
+import { exposition } from '../src/telemetry/exposition.js'
 
 const Health = Type.Object({ status: Type.String() })
 
@@ -39,13 +40,15 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       tags: ['operations'],
       operationId: 'getMetrics',
       summary: 'Prometheus metrics',
-      description: 'Prometheus text exposition format. Open, unless TOOLGATE_METRICS_AUTH=true makes it need the operator role.',
-      produces: ['text/plain'],
-      response: { 200: answer(Type.String(), 'The metrics, in Prometheus text format.') }
+      description: 'Prometheus text exposition format, or OpenMetrics when `Accept` asks for `application/openmetrics-text` (as Prometheus does); gzipped when `Accept-Encoding` allows `gzip`. Open, unless TOOLGATE_METRICS_AUTH=true makes it need the operator role.',
+      produces: ['text/plain', 'application/openmetrics-text'],
+      response: { 200: answer(Type.String(), 'The metrics, in Prometheus text or OpenMetrics format.') }
     }
-  }, async (_req, reply) => {
-    const { registry } = services.telemetry.metrics
-    const text = await registry.metrics()
-    return reply.type(registry.contentType).send(text)
+  }, async (req, reply) => {
+    const { body, contentType, encoding } = await exposition(services.telemetry.metrics.registry, req.headers.accept, req.headers['accept-encoding'])
+    reply.header('vary', 'Accept, Accept-Encoding')
+    if (encoding !== undefined) reply.header('content-encoding', encoding)
+    // A gzipped body is a Buffer, sent as it is: the string of the response schema is what it decodes to.
+    return reply.type(contentType).send(body as string)
   })
 }

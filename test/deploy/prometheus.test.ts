@@ -3,7 +3,8 @@
  * scrapes a toolgate this test starts, with the alert rules loaded; after
  * known traffic the test asks Prometheus's HTTP API for the batch rate, a
  * call-duration quantile and calls by status, and runs every expression of
- * the dashboard and the rules. Then promtool checks the rules, runs their
+ * the dashboard and the rules. Prometheus asks for OpenMetrics and gzip,
+ * and the test checks that is what it was sent. Then promtool checks the rules, runs their
  * unit tests, and checks toolgate's /metrics. Without prometheus or promtool
  * these tests fail, they do not skip.
  */
@@ -26,6 +27,11 @@ ex.on('slow', async () => {
 ex.on('look', async (call: ExecutorCall) => (call.callId === 'bad' ? { content: 'no such tile', isError: true } : { content: 'grass' }))
 ex.on('paint', async (call: ExecutorCall, _req, reply) => (call.callId === 'w1' ? reply.code(503).send({}) : { content: 'painted' }))
 const { app } = await buildTestApp(t, { tools: [tool('slow', ex.url, { readOnly: true }), tool('look', ex.url, { readOnly: true }), tool('paint', ex.url)] })
+/** The format of each /metrics answer: what Prometheus was sent. */
+const scrapes: Array<{ type: string, encoding: string }> = []
+app.addHook('onSend', async (req, reply) => {
+  if (req.url === '/metrics') scrapes.push({ type: String(reply.getHeader('content-type')), encoding: String(reply.getHeader('content-encoding')) })
+})
 const target = new URL(await app.listen({ port: 0, host: '127.0.0.1' }))
 
 const dir = await mkdtemp(join(tmpdir(), 'toolgate-prometheus-'))
@@ -87,6 +93,7 @@ t.test('Prometheus scrapes toolgate and answers the batch rate, a call-duration 
   t.strictSame(statuses, ['ok', 'ok', 'ok', 'rejected', 'uncertain', 'blocked', 'error'], 'the traffic sent')
 
   await until('a scrape after the traffic', async () => (await scalar('sum(toolgate_batches_total)')) === 4)
+  t.ok(scrapes.length > 0 && scrapes.every((s) => s.type.startsWith('application/openmetrics-text;') && s.encoding === 'gzip'), 'Prometheus was sent gzipped OpenMetrics, and read it')
   t.equal(await scalar('sum(toolgate_batches_total{outcome="completed"})'), 4, 'four batches completed')
   const rate = await scalar('sum(rate(toolgate_batches_total[1m]))')
   t.ok(rate > 0, `the batch rate is positive (${rate}/s)`)

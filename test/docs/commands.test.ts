@@ -90,7 +90,8 @@ const SCENARIOS: Scenario[] = [
       { page: 'docs/getting-started.md', has: '"batchId": "turn-1",\n  "calls": [\n    { "id": "call_1", "name": "look", "arguments": "', expect: [/"callId":"call_3","name":"construct","status":"ok"/, /"reason":"unknown_tool"/] },
       { page: 'docs/getting-started.md', has: 'demo-1/receipts', expect: [/"status":"committed"/, /"runId":"demo-1"/] },
       { page: 'docs/getting-started.md', has: 'PAINT_URL=', expect: [/"state":"awaiting_approval"/, /"callId":"call_2","tool":"repaint"/] },
-      { page: 'docs/getting-started.md', has: 'demo-2/batches/turn-1/approvals', expect: [/"state":"completed"/, /"callId":"call_2","name":"repaint","status":"ok"/] }
+      { page: 'docs/getting-started.md', has: 'demo-2/batches/turn-1/approvals', expect: [/"state":"completed"/, /"callId":"call_2","name":"repaint","status":"ok"/] },
+      { page: 'docs/metrics.md', has: "Accept: application/openmetrics-text", expect: [/^# TYPE toolgate_batches_total counter$/m, /^# TYPE toolgate_batches counter$/m, /^# EOF$/m, /^\d+ bytes gzipped$/m] }
     ]
   },
   {
