@@ -71,7 +71,8 @@ export const uncertainRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
 /**
  * The run of an operation that is an unresolved uncertainty of the caller's
  * tenant. Unknown, or another tenant's: 404. Known (a receipt of the
- * tenant's) but not unresolved: 409.
+ * tenant's, or an uncertain write of a run of the tenant, resolved since)
+ * but not unresolved: 409.
  */
 async function locate ({ store }: Services, operationId: string, tenant: string): Promise<{ runId: string, entry: Uncertainty }> {
   let runId = await store.runOfUncertain(operationId)

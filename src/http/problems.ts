@@ -62,7 +62,8 @@ export function registerProblems (app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods))].sort()
-    if (allowed.length > 0) {
+    // A route that takes this method and found nothing (a static file that is not there) is a 404, not a 405.
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
       reply.header('allow', allowed.join(', '))
       return sendProblem(reply, 'method_not_allowed', `${path} takes ${allowed.join(', ')}, not ${request.method}`)
     }

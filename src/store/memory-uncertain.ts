@@ -8,8 +8,10 @@ import type { UncertainWrites } from './uncertain-writes.js'
  * run (`forget`), and the count is read from the run records themselves.
  */
 export class MemoryUncertainWrites implements UncertainWrites {
-  /** Operation id of an unresolved uncertain write → its run. */
+  /** Operation id of an uncertain write noted by indexUncertain, resolved since or not → its run. */
   readonly #runOf = new Map<string, string>()
+  /** Run id → the operation ids noted for it: they go together when the run leaves. */
+  readonly #noted = new Map<string, Set<string>>()
   readonly #locks = new Map<string, { owner: string, until: number }>()
   readonly #runs: MemoryRunState
   readonly #now: () => number
@@ -21,11 +23,16 @@ export class MemoryUncertainWrites implements UncertainWrites {
 
   async indexUncertain (runId: string, operationIds: readonly string[]): Promise<void> {
     if (!this.#runs.has(runId)) return
-    for (const id of operationIds) this.#runOf.set(id, runId)
+    let noted = this.#noted.get(runId)
+    if (noted === undefined) this.#noted.set(runId, noted = new Set())
+    for (const id of operationIds) {
+      this.#runOf.set(id, runId)
+      noted.add(id)
+    }
   }
 
-  async unindexUncertain (operationId: string): Promise<void> {
-    this.#runOf.delete(operationId)
+  async unindexUncertain (): Promise<void> {
+    // The count is read from the run records, which no longer hold it; its run stays findable while the run is held.
   }
 
   async runOfUncertain (operationId: string): Promise<string | undefined> {
@@ -54,9 +61,10 @@ export class MemoryUncertainWrites implements UncertainWrites {
     if (this.#locks.get(name)?.owner === owner) this.#locks.delete(name)
   }
 
-  /** The run left the store: its uncertain writes are no longer indexed. */
+  /** The run left the store: its uncertain writes, resolved or not, are no longer indexed. */
   forget (run: RunRecord): void {
-    for (const u of run.uncertain ?? []) this.#runOf.delete(u.operationId)
+    for (const id of this.#noted.get(run.runId) ?? []) if (this.#runOf.get(id) === run.runId) this.#runOf.delete(id)
+    this.#noted.delete(run.runId)
   }
 
   /** Drops lapsed locks. */

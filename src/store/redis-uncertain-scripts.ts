@@ -1,7 +1,8 @@
 /**
  * The Lua scripts behind the retry-safety methods of the Redis store
  * (SPEC section 14). Keys (P is the prefix): `P uop:<operationId>` the run
- * id of an unresolved uncertain write; `P idx:uncertain` a sorted set of
+ * id of an unresolved uncertain write; `P ures:<operationId>` a hash of the
+ * run id and the run's creation time of one resolved since; `P idx:uncertain` a sorted set of
  * those operation ids scored by their expiry (the gauge counts it);
  * `P lock:<name>` a short lock, its value the owner.
  */
@@ -25,11 +26,43 @@ end
 return 1
 `)
 
-/** KEYS: uop, idx:uncertain. ARGV: operationId. */
+/**
+ * KEYS: uop, idx:uncertain, ures. ARGV: operationId, run key prefix, retention.
+ * No longer counted nor noted as unresolved; its run (with the run's
+ * creation time, which tells this run from a later one of the same id) is
+ * kept in `ures` as long as a receipt of the run would be: the run's
+ * remaining time plus the retention. Nothing is kept when the run is gone.
+ */
 export const UNINDEX_UNCERTAIN = script('unindex-uncertain', `
-redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+local runId = redis.call('GET', KEYS[1])
+if not runId then return 0 end
+redis.call('DEL', KEYS[1])
+local run = ARGV[2] .. runId
+local ttl = redis.call('PTTL', run)
+local record = redis.call('HGET', run, 'r')
+if ttl <= 0 or not record then return 0 end
+redis.call('HSET', KEYS[3], 'run', runId, 'created', string.format('%d', cjson.decode(record).createdAt))
+redis.call('PEXPIRE', KEYS[3], ttl + tonumber(ARGV[3]))
 return 1
+`)
+
+/**
+ * KEYS: uop, ures. ARGV: run key prefix. The run of an operation, unresolved
+ * or resolved since, while that run is held (a resolved one: that very run,
+ * not a later one of the same id).
+ */
+export const RUN_OF_UNCERTAIN = script('run-of-uncertain', `
+local runId = redis.call('GET', KEYS[1])
+if runId then
+  if redis.call('EXISTS', ARGV[1] .. runId) == 1 then return runId end
+  return false
+end
+local resolved = redis.call('HMGET', KEYS[2], 'run', 'created')
+if not resolved[1] then return false end
+local record = redis.call('HGET', ARGV[1] .. resolved[1], 'r')
+if not record or string.format('%d', cjson.decode(record).createdAt) ~= resolved[2] then return false end
+return resolved[1]
 `)
 
 /** KEYS: idx:uncertain. ARGV: now. Drops expired entries, then counts. */

@@ -1,8 +1,8 @@
 /**
  * What retry safety shares between replicas beside the run records (SPEC
- * section 14): which run an unresolved uncertain write belongs to, found by
- * its operation id alone, and the short locks under which one replica at a
- * time asks an executor how such a write ended. The uncertainties themselves
+ * section 14): which run an uncertain write belongs to (unresolved, or
+ * resolved since), found by its operation id alone, and the short locks
+ * under which one replica at a time asks an executor how such a write ended. The uncertainties themselves
  * live in the run record (`RunRecord.uncertain`), written by run updates;
  * this index lives as long as the runs it points to.
  */
@@ -13,9 +13,14 @@ export interface UncertainWrites {
    * the run is; noting them again pushes that on. Nothing when the run is gone.
    */
   indexUncertain (runId: string, operationIds: readonly string[]): Promise<void>
-  /** Forgets an operation noted by indexUncertain (it was resolved). */
+  /**
+   * An operation noted by indexUncertain is no longer unresolved (resolved,
+   * or dropped from its run): countUncertain no longer counts it, but
+   * runOfUncertain still finds its run while the run is held, so resolving
+   * it again is told from resolving an unknown operation.
+   */
   unindexUncertain (operationId: string): Promise<void>
-  /** The run an operation noted by indexUncertain belongs to. */
+  /** The run an operation noted by indexUncertain belongs to, resolved since or not, while that run is held. */
   runOfUncertain (operationId: string): Promise<string | undefined>
   /** Unresolved uncertain writes of the runs held. */
   countUncertain (): Promise<number>

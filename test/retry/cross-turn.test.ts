@@ -40,6 +40,24 @@ async function setup (t: Test) {
   return { ex, app, logs, applied: () => applied }
 }
 
+/** Tenants a and b (keys `orch-a`, `ops-a`, `admin-a`, `orch-b`) and a plain `pay` whose every call times out: uncertain. */
+async function tenantsSetup (t: Test) {
+  const keysDoc = { keys: [
+    { key: 'orch-a', tenant: 'a', roles: ['orchestrator'] },
+    { key: 'ops-a', tenant: 'a', roles: ['operator'] },
+    { key: 'orch-b', tenant: 'b', roles: ['orchestrator'] },
+    { key: 'admin-a', tenant: 'a', roles: ['admin'] }
+  ] }
+  const ex = await startExecutor(t)
+  const clock = new FakeClock()
+  ex.on('pay', async () => {
+    await timeOut(clock)
+    return await new Promise(() => {})
+  })
+  const { app, logs } = await buildTestApp(t, { clock, keysDoc, tools: [tool('pay', ex.url, { executor: { url: `${ex.url}/tools/pay`, timeoutMs: TIMEOUT_MS } })] })
+  return { app, logs, as: (key: string) => ({ authorization: `Bearer ${key}` }) }
+}
+
 t.test('a timed-out write sent again in the next turn under a new call id is blocked, and the executor sees it once', async (t) => {
   const { ex, app, logs, applied } = await setup(t)
   t.equal((await post(app, '/v1/runs', { runId: 'r1' })).status, 201)
@@ -136,21 +154,38 @@ t.test('a plain uncertain write is resolved by hand through its operation id as 
   t.equal(ex.calls.filter((c) => c.tool === 'pay').length, 2)
 })
 
+t.test('a plain write resolved already answers 409 when resolved again, by hand or by recheck; to another tenant it stays unknown', async (t) => {
+  const { app, logs, as } = await tenantsSetup(t)
+  t.equal((await post(app, '/v1/runs', { runId: 'r7' }, as('orch-a'))).status, 201)
+  const first = await post(app, '/v1/runs/r7/batches', { calls: [{ id: 'c1', name: 'pay', arguments: { x: 1, secret: 'hunter2-resolve' } }] }, as('orch-a'))
+  const op = first.body.results[0].details.operationId
+  t.equal(await metric(app, 'toolgate_uncertain_unresolved'), 1)
+
+  const resolved = await post(app, `/v1/receipts/${op}/resolve`, { status: 'committed' }, as('orch-a'))
+  t.equal(resolved.status, 200)
+  t.notOk('receipt' in resolved.body, 'a plain write: no receipt to find it by')
+  t.equal(await metric(app, 'toolgate_uncertain_unresolved'), 0, 'resolved: not counted')
+
+  for (const body of [{ status: 'failed' }, { recheck: true }]) {
+    const again = await post(app, `/v1/receipts/${op}/resolve`, body, as('orch-a'))
+    t.equal(again.status, 409, JSON.stringify(body))
+    t.equal(again.body.code, 'operation_not_uncertain')
+    t.match(again.headers['content-type'], /^application\/problem\+json/)
+    const otherTenant = await post(app, `/v1/receipts/${op}/resolve`, body, as('orch-b'))
+    t.equal(otherTenant.status, 404, "another tenant's operation does not exist for it")
+    t.equal(otherTenant.body.code, 'operation_not_found')
+    const unknown = await post(app, '/v1/receipts/op_nothing/resolve', body, as('orch-a'))
+    t.same([unknown.status, unknown.body.code], [404, 'operation_not_found'])
+    t.equal(otherTenant.body.detail, unknown.body.detail.replace('op_nothing', op), 'it learns nothing more than of an unknown id')
+  }
+  t.equal(await metric(app, 'toolgate_uncertain_unresolved'), 0)
+  t.equal(await metric(app, 'toolgate_uncertain_resolved_total', 'how="manual"'), 1, 'resolved once')
+  t.same((await get(app, '/v1/runs/r7/uncertain', as('orch-a'))).body.uncertain, [])
+  t.notOk(logs.some((l) => l.includes('hunter2-resolve')), 'arguments are never logged')
+})
+
 t.test('the resolve route refuses what it cannot resolve with a clear problem', async (t) => {
-  const keysDoc = { keys: [
-    { key: 'orch-a', tenant: 'a', roles: ['orchestrator'] },
-    { key: 'ops-a', tenant: 'a', roles: ['operator'] },
-    { key: 'orch-b', tenant: 'b', roles: ['orchestrator'] },
-    { key: 'admin-a', tenant: 'a', roles: ['admin'] }
-  ] }
-  const ex = await startExecutor(t)
-  const clock = new FakeClock()
-  ex.on('pay', async () => {
-    await timeOut(clock)
-    return await new Promise(() => {})
-  })
-  const { app } = await buildTestApp(t, { clock, keysDoc, tools: [tool('pay', ex.url, { executor: { url: `${ex.url}/tools/pay`, timeoutMs: TIMEOUT_MS } })] })
-  const as = (key: string) => ({ authorization: `Bearer ${key}` })
+  const { app, as } = await tenantsSetup(t)
   t.equal((await post(app, '/v1/runs', { runId: 'r5' }, as('orch-a'))).status, 201)
   const first = await post(app, '/v1/runs/r5/batches', { calls: [{ id: 'c1', name: 'pay', arguments: { x: 1 } }] }, as('orch-a'))
   const op = first.body.results[0].details.operationId

@@ -1,9 +1,9 @@
 /**
  * The UncertainWrites contract (src/store/uncertain-writes.ts) and the
  * run state's share of retry safety (SPEC section 14), against the memory
- * store and the Redis store alike: the run of an unresolved uncertain write
- * found by its operation id alone, the count behind the gauge, short
- * recovery locks, and the run record's uncertainties stored with the batch
+ * store and the Redis store alike: the run of an uncertain write (unresolved,
+ * or resolved since, while the run is held) found by its operation id alone,
+ * the count behind the gauge, short recovery locks, and the run record's uncertainties stored with the batch
  * that made them and expiring with the run. Redis cases are skipped, saying
  * why, when no Redis answers at TOOLGATE_TEST_REDIS_URL.
  */
@@ -20,15 +20,12 @@ function uncertainty (operationId: string, over: Partial<Uncertainty> = {}): Unc
 async function contract (t: Test, h: Harness): Promise<void> {
   t.jobs = 3
 
-  t.test('indexUncertain notes the run of each operation for every client; unindexUncertain forgets one; a missing run notes nothing', async (t) => {
+  t.test('indexUncertain notes the run of each operation for every client; a missing run notes nothing', async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
     await store.indexUncertain('r1', ['op_1', 'op_2'])
     t.equal(await peer.runOfUncertain('op_1'), 'r1')
     t.equal(await peer.runOfUncertain('op_2'), 'r1')
-    await peer.unindexUncertain('op_1')
-    t.equal(await store.runOfUncertain('op_1'), undefined)
-    t.equal(await store.runOfUncertain('op_2'), 'r1', 'the other stays')
     await store.indexUncertain('nope', ['op_3'])
     t.equal(await store.runOfUncertain('op_3'), undefined)
     t.equal(await store.runOfUncertain('op_never'), undefined)
@@ -56,14 +53,55 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(read?.inFlight, null)
     t.equal(await peer.countUncertain(), 2)
 
-    // Resolving one, whatever its outcome: off the run, then off the index; nothing else is kept of it.
+    // Resolving one, whatever its outcome: off the run, then off the count; only its run is still known.
     await peer.updateRun('r1', (run) => {
       run.uncertain = run.uncertain!.filter((u) => u.operationId !== 'op_1')
     })
     await peer.unindexUncertain('op_1')
     t.equal(await store.countUncertain(), 1)
     t.same((await store.getRun('r1'))?.uncertain, [made[1]])
-    t.equal(await store.runOfUncertain('op_1'), undefined)
+    t.equal(await store.runOfUncertain('op_1'), 'r1')
+  })
+
+  t.test('unindexUncertain stops counting an operation, but every client still finds its run while the run is held; an unknown one changes nothing', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    await store.indexUncertain('r1', ['op_1', 'op_2'])
+    await store.updateRun('r1', (run) => { run.uncertain = [uncertainty('op_1'), uncertainty('op_2')] })
+    t.equal(await store.countUncertain(), 2)
+    await peer.updateRun('r1', (run) => { run.uncertain = [uncertainty('op_2')] })
+    await peer.unindexUncertain('op_1')
+    t.equal(await store.countUncertain(), 1, 'a resolved write is not counted')
+    t.equal(await store.runOfUncertain('op_1'), 'r1', 'its run is still known')
+    t.equal(await peer.runOfUncertain('op_1'), 'r1')
+    t.equal(await store.runOfUncertain('op_2'), 'r1')
+    await store.unindexUncertain('op_1')
+    t.equal(await store.countUncertain(), 1, 'resolved again: counted once still')
+    t.equal(await store.runOfUncertain('op_1'), 'r1')
+    await store.unindexUncertain('op_never')
+    t.equal(await store.runOfUncertain('op_never'), undefined)
+    t.equal(await store.countUncertain(), 1)
+  })
+
+  t.test('a resolved write is known only while its run is held: it goes with the run', async (t) => {
+    const { store, now, advance } = await h.open(t, { runTtlMs: h.ttl.short, receiptRetentionMs: 60_000 })
+    await store.createRun(makeRun('r1', now()))
+    await store.indexUncertain('r1', ['op_1'])
+    await store.updateRun('r1', (run) => { run.uncertain = [uncertainty('op_1')] })
+    await store.updateRun('r1', (run) => { delete run.uncertain })
+    await store.unindexUncertain('op_1')
+    t.equal(await store.runOfUncertain('op_1'), 'r1')
+    t.equal(await store.countUncertain(), 0)
+    await advance(h.ttl.short + 300)
+    t.equal(await store.getRun('r1'), undefined, 'the run is gone')
+    t.equal(await store.runOfUncertain('op_1'), undefined, 'and the resolved write with it')
+    // Resolved after its run is gone: nothing is noted of it either.
+    await store.createRun(makeRun('r2', now()))
+    await store.indexUncertain('r2', ['op_2'])
+    await advance(h.ttl.short + 300)
+    await store.unindexUncertain('op_2')
+    t.equal(await store.runOfUncertain('op_2'), undefined)
+    t.equal(await store.countUncertain(), 0)
   })
 
   t.test('concurrent updates of the uncertainties from two clients lose none', async (t) => {
@@ -96,6 +134,18 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await store.countUncertain(), 0, 'counted no more, before anything reads the run')
     t.equal(await store.runOfUncertain('op_1'), undefined)
     t.equal(await store.getRun('r1'), undefined)
+  })
+
+  t.test('a resolved write of a run id is not found in a later run of that id', async (t) => {
+    const { store, peer, now, advance } = await h.open(t, { runTtlMs: h.ttl.short, receiptRetentionMs: 60_000 })
+    await store.createRun(makeRun('r1', now(), { tenant: 'acme' }))
+    await store.indexUncertain('r1', ['op_1'])
+    await store.unindexUncertain('op_1')
+    t.equal(await peer.runOfUncertain('op_1'), 'r1')
+    await advance(h.ttl.short + 300)
+    t.equal(await peer.createRun(makeRun('r1', now(), { tenant: 'beta' })), true, 'the id is used again')
+    t.equal(await store.runOfUncertain('op_1'), undefined, 'the later run knows nothing of it')
+    t.equal(await peer.runOfUncertain('op_1'), undefined)
   })
 
   t.test('tryLock: one owner at a time, taken again by its owner, released only by it, and lapsing after its ttl', async (t) => {
