@@ -1,14 +1,15 @@
 /**
  * The dashboard and the alert rules use only metrics toolgate exports: each
  * name in their expressions is checked against a real app's /metrics after
- * some traffic.
+ * some traffic (with an external authorizer configured, so its metrics are
+ * exported too), and every toolgate metric family has a dashboard panel.
  */
 import t from 'tap'
 import { buildTestApp, post, startExecutor, tool } from '../helper.js'
 import { alertRules, expressions, exportedNames, metricNames } from './expressions.js'
 
 const ex = await startExecutor(t)
-const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)] })
+const { app } = await buildTestApp(t, { tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)], config: { authorizerUrl: `${ex.url}/authorize` } })
 await post(app, '/v1/runs', { runId: 'names' })
 await post(app, '/v1/runs/names/batches', { calls: [{ id: 'c1', name: 'look' }, { id: 'c2', name: 'poke' }, { id: 'c3', name: 'fly' }] })
 const exposition = (await app.inject({ method: 'GET', url: '/metrics' })).body
@@ -21,6 +22,16 @@ t.test('every expression of the dashboard and the alerts names only metrics tool
     const names = metricNames(expr)
     t.ok(names.length > 0 || /\bup\{/.test(expr), `${where} uses a metric`)
     for (const name of names) t.ok(exported.has(name), `${where}: ${name} is exported`)
+  }
+})
+
+t.test('every metric family toolgate exports has a panel on the dashboard', async (t) => {
+  const families = [...exposition.matchAll(/^# TYPE (toolgate_\S+) \S+$/gm)].map((m) => m[1]!)
+  t.ok(families.length >= 39, `${families.length} families`)
+  const onPanels = new Set((await expressions()).filter((e) => e.where.startsWith('panel ')).flatMap((e) => metricNames(e.expr)))
+  for (const family of families) {
+    const series = [family, `${family}_bucket`]
+    t.ok(series.some((name) => onPanels.has(name)), `${family} has a panel`)
   }
 })
 
