@@ -202,6 +202,12 @@ export class McpConnection {
     this.#calls.set(operationId, hooks)
     this.#inFlight.set(operationId, { abort: (reason) => { abort.abort(reason) } })
     if (relay !== undefined) this.#relayed.set(operationId, relay)
+    // The call's whole time, however often progress reset its timeout (SPEC §18). Toolgate's own
+    // timer, not the SDK's maxTotalTimeout: that one rejects with an error that reads like the
+    // server's and sends no notifications/cancelled; aborting with the SDK's own timeout error does
+    // both (the server is told, and the write is uncertain, cause timeout).
+    const maxTotalMs = Math.max(timeoutMs, this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
+    const total = this.#clock.setTimeout(() => { abort.abort(McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: maxTotalMs })) }, maxTotalMs)
     try {
       // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
       const result = await client.request(
@@ -209,12 +215,11 @@ export class McpConnection {
         CallToolResultSchema,
         // On timeout the SDK sends notifications/cancelled for the request. Progress is asked for on
         // every call (the SDK sends a progress token): each notification resets the timeout, up to
-        // maxTimeoutMs in all (SPEC §18), and reaches the caller when there is one to relay to.
+        // maxTimeoutMs in all (the timer above), and reaches the caller when there is one to relay to.
         {
           timeout: timeoutMs,
           signal: abort.signal,
           resetTimeoutOnProgress: true,
-          maxTotalTimeout: Math.max(timeoutMs, this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs),
           onprogress: (p: { progress: number, total?: number, message?: string }) => { relay?.progress(p) }
         }
       )
@@ -231,6 +236,7 @@ export class McpConnection {
       if (answer.kind === 'unsent' && answer.code !== 'not_connected') this.#drop(client, describeFailure(err))
       return answer
     } finally {
+      this.#clock.clearTimeout(total)
       this.#inFlight.delete(operationId)
       this.#relayed.delete(operationId)
       this.#calls.delete(operationId)

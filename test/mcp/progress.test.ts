@@ -70,6 +70,8 @@ t.test('progress resets the timeout no further than maxTimeoutMs in all', async 
   const res = await runBatch(app, [{ id: 'c1', name: 'p_slow', arguments: {} }])
   t.equal(res.status, 200)
   t.not(res.body.results[0].status, 'ok', 'the call is cut at maxTimeoutMs')
+  // A timeout, not the server's error: a write cut this way would be uncertain, never a definitive error.
+  t.equal(res.body.results[0].details.cause, 'timeout')
   const view = await app.inject({ method: 'GET', url: '/v1/mcp-servers/p' })
   t.equal(view.json().maxTimeoutMs, 600, 'the server entry shows its maxTimeoutMs')
 })
