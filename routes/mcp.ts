@@ -46,7 +46,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ gateway: McpGateway }> = asy
         operationId: `mcp${method[0]}${method.slice(1).toLowerCase()}`,
         summary: `MCP endpoint (${method}): a session on a run of its own`,
         description: `${DESCRIPTION[method]} On \`/mcp\` the session's \`initialize\` creates a run with the server's defaults.`,
-        response: { ...ANSWERS[method], ...problems('unauthorized', 'forbidden', 'payload_too_large', 'overloaded') }
+        response: { ...ANSWERS[method], ...problems('unauthorized', 'forbidden', 'payload_too_large', 'quota_exceeded', 'overloaded') }
       },
       handler: async (req, reply) => handle(req, reply, null, '/mcp')
     })
