@@ -1,7 +1,7 @@
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
 import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
-import type { Store, StoreParts } from './types.js'
+import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
 
 /**
  * The `Store` the engine uses, built from its parts: each method hands its
@@ -17,6 +17,7 @@ export class ComposedStore implements Store {
   readonly #receipts: StoreParts['receipts']
   readonly #uncertain: StoreParts['uncertain']
   readonly #cancel: StoreParts['cancel']
+  readonly #keys: StoreParts['keys']
   readonly #backends: StoreParts['backends']
 
   constructor (parts: StoreParts) {
@@ -25,6 +26,7 @@ export class ComposedStore implements Store {
     this.#receipts = parts.receipts
     this.#uncertain = parts.uncertain
     this.#cancel = parts.cancel
+    this.#keys = parts.keys
     this.#backends = parts.backends
   }
 
@@ -64,6 +66,13 @@ export class ComposedStore implements Store {
 
   publishCancel (runId: string, reason: CancelReason): Promise<void> { return this.#cancel.publishCancel(runId, reason) }
   onCancel (listener: CancelListener): () => void { return this.#cancel.onCancel(listener) }
+
+  acquireKey (tenant: string, key: string, request: KeyRequest): Promise<KeyGrant> { return this.#keys.acquireKey(tenant, key, request) }
+  renewKey (tenant: string, key: string, token: string, leaseMs: number): Promise<boolean> { return this.#keys.renewKey(tenant, key, token, leaseMs) }
+  releaseKey (tenant: string, key: string, token: string): Promise<boolean> { return this.#keys.releaseKey(tenant, key, token) }
+  noteTenantUncertain (tenant: string, entries: readonly TenantUncertainty[]): Promise<void> { return this.#keys.noteTenantUncertain(tenant, entries) }
+  forgetTenantUncertain (tenant: string, operationIds: readonly string[]): Promise<void> { return this.#keys.forgetTenantUncertain(tenant, operationIds) }
+  listTenantUncertain (tenant: string): Promise<TenantUncertainty[]> { return this.#keys.listTenantUncertain(tenant) }
 
   async ready (): Promise<boolean> {
     for (const backend of this.#backends) if (!await backend.ready()) return false

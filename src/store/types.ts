@@ -3,12 +3,14 @@ import type { CancelBus } from './cancel-bus.js'
 import type { ReceiptJournal } from './receipt-journal.js'
 import type { RunStateStore } from './run-state.js'
 import type { UncertainWrites } from './uncertain-writes.js'
+import type { TenantKeys } from './tenant-keys.js'
 
 export type { BatchAnswers } from './batch-answers.js'
 export type { CancelBus } from './cancel-bus.js'
 export type { ReceiptJournal } from './receipt-journal.js'
 export type { RunStateStore } from './run-state.js'
 export type { UncertainWrites } from './uncertain-writes.js'
+export type { KeyGrant, KeyHolder, KeyRequest, TenantKeys, TenantUncertainty } from './tenant-keys.js'
 export {
   type BatchEntry, type BatchIdEntry, type BatchRecord, type BatchSummary, type CancelListener, type CancelReason, type RunCursor, type RunPage,
   type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, batchEntry, holds, markEnded
@@ -28,6 +30,7 @@ export interface StoreParts {
   receipts: ReceiptJournal
   uncertain: UncertainWrites
   cancel: CancelBus
+  keys: TenantKeys
   backends: readonly StoreBackend[]
 }
 
@@ -36,7 +39,7 @@ export interface StoreParts {
  * call it: the store contracts composed (src/store/compose.ts), ready when
  * every backend is.
  */
-export interface Store extends RunStateStore, BatchAnswers, ReceiptJournal, UncertainWrites, CancelBus {
+export interface Store extends RunStateStore, BatchAnswers, ReceiptJournal, UncertainWrites, CancelBus, TenantKeys {
   /** True when the store can take work (a shared store is reachable). */
   ready (): Promise<boolean>
   close (): Promise<void>
