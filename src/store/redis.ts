@@ -7,6 +7,7 @@ import { RedisConnection, type RedisTraffic, parseStoreUrl } from './redis-conne
 import { RedisReceiptJournal } from './redis-receipts.js'
 import { RedisRunState } from './redis-runs.js'
 import { RedisUncertainWrites } from './redis-uncertain.js'
+import { RedisWriteAhead } from './redis-write-ahead.js'
 
 export { DEFAULT_PREFIX, type RedisTraffic, parseStoreUrl } from './redis-connection.js'
 
@@ -71,6 +72,7 @@ export class RedisStore extends ComposedStore {
       batches: new RedisBatchAnswers(conn),
       receipts: new RedisReceiptJournal(conn, bounds),
       uncertain: new RedisUncertainWrites(conn, bounds),
+      writes: new RedisWriteAhead(conn, bounds),
       cancel,
       backends: [{
         // Redis answers a PING, and the cancel subscription (once there is one) is connected.
