@@ -2,7 +2,7 @@ import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
 import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
-import type { Store, StoreParts } from './types.js'
+import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
 import type { LeaseHolder, PendingWrite, RunIdentity } from './write-ahead.js'
 
 /**
@@ -20,6 +20,7 @@ export class ComposedStore implements Store {
   readonly #uncertain: StoreParts['uncertain']
   readonly #writes: StoreParts['writes']
   readonly #cancel: StoreParts['cancel']
+  readonly #keys: StoreParts['keys']
   readonly #backends: StoreParts['backends']
 
   constructor (parts: StoreParts) {
@@ -29,6 +30,7 @@ export class ComposedStore implements Store {
     this.#uncertain = parts.uncertain
     this.#writes = parts.writes
     this.#cancel = parts.cancel
+    this.#keys = parts.keys
     this.#backends = parts.backends
   }
 
@@ -72,6 +74,13 @@ export class ComposedStore implements Store {
 
   publishCancel (runId: string, reason: CancelReason): Promise<void> { return this.#cancel.publishCancel(runId, reason) }
   onCancel (listener: CancelListener): () => void { return this.#cancel.onCancel(listener) }
+
+  acquireKey (tenant: string, key: string, request: KeyRequest): Promise<KeyGrant> { return this.#keys.acquireKey(tenant, key, request) }
+  renewKey (tenant: string, key: string, token: string, leaseMs: number): Promise<boolean> { return this.#keys.renewKey(tenant, key, token, leaseMs) }
+  releaseKey (tenant: string, key: string, token: string): Promise<boolean> { return this.#keys.releaseKey(tenant, key, token) }
+  noteTenantUncertain (tenant: string, entries: readonly TenantUncertainty[]): Promise<void> { return this.#keys.noteTenantUncertain(tenant, entries) }
+  forgetTenantUncertain (tenant: string, operationIds: readonly string[]): Promise<void> { return this.#keys.forgetTenantUncertain(tenant, operationIds) }
+  listTenantUncertain (tenant: string): Promise<TenantUncertainty[]> { return this.#keys.listTenantUncertain(tenant) }
 
   async ready (): Promise<boolean> {
     for (const backend of this.#backends) if (!await backend.ready()) return false

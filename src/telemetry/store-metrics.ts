@@ -10,7 +10,8 @@ const OPERATIONS = [
   'putReceipt', 'settleReceipt', 'getReceipt', 'listReceipts', 'reviseReceipt',
   'indexUncertain', 'unindexUncertain', 'runOfUncertain', 'countUncertain', 'tryLock', 'unlock',
   'recordWrites', 'pendingWrites', 'takeOverWrites',
-  'waitingRuns', 'countRuns', 'publishCancel', 'ready'
+  'waitingRuns', 'countRuns', 'publishCancel', 'ready',
+  'acquireKey', 'renewKey', 'releaseKey', 'noteTenantUncertain', 'forgetTenantUncertain', 'listTenantUncertain'
 ] as const satisfies ReadonlyArray<keyof Store>
 
 type Operation = typeof OPERATIONS[number]

@@ -9,6 +9,7 @@ import { MemoryCancelBus, MemoryStore } from '../../src/store/memory.js'
 import { MemoryRunState } from '../../src/store/memory-runs.js'
 import { MemoryWriteAhead } from '../../src/store/memory-write-ahead.js'
 import { MemoryUncertainWrites } from '../../src/store/memory-uncertain.js'
+import { MemoryTenantKeys } from '../../src/store/memory-keys.js'
 import type { StoreBackend } from '../../src/store/types.js'
 import { type Harness, againstEveryStore, makeReceipt, makeRun } from './harness.js'
 import { FakeClock } from '../clock.js'
@@ -31,7 +32,7 @@ function composed (t: Test, backends: StoreBackend[] = []): { store: ComposedSto
   t.teardown(() => journal.close())
   const uncertain = new MemoryUncertainWrites(runs, now)
   const writes = new MemoryWriteAhead(runs, uncertain, now)
-  const store = new ComposedStore({ runs, batches: runs.answers, receipts: journal, uncertain, writes, cancel: new MemoryCancelBus(), backends })
+  const store = new ComposedStore({ runs, batches: runs.answers, receipts: journal, uncertain, writes, cancel: new MemoryCancelBus(), keys: new MemoryTenantKeys(clock, (runId) => runs.has(runId)), backends })
   return { store, journal }
 }
 
