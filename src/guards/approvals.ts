@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../clock.js'
 import { ProblemError } from '../errors.js'
-import { deniedResult } from '../model/results.js'
+import { cancelledResult, deniedResult } from '../model/results.js'
 import type { RunRecord, RunStats } from '../model/run.js'
 import type { Store } from '../store/types.js'
 import { awaitingResponse } from '../approvals/hold.js'
@@ -110,7 +110,9 @@ class DecidedGuard implements BatchGuard {
   admit (scope: AdmissionScope): void {
     this.#decisions.forEach((d, i) => {
       const o = this.#batch.outcomes[i]
-      if (d?.approve === false && o?.ok === true) scope.verdict(i, { kind: 'settle', result: deniedResult(o, d), by: NAME })
+      if (d?.approve !== false || o?.ok !== true) return
+      // A call its caller withdrew before anyone decided is cancelled, not denied.
+      scope.verdict(i, { kind: 'settle', result: d.withdrawn === true ? cancelledResult(o, 'cancelled') : deniedResult(o, d), by: NAME })
     })
   }
 
