@@ -62,11 +62,9 @@ export async function measureMcpCall (iterations: number, rounds: number): Promi
     const tool = app.services.tools.resolve('files_list_allowed_directories')
     const executor = tool?.executor.via
     if (tool == null || executor === undefined) throw new Error('the MCP tool was not imported')
-    const call = { id: 'c', arguments: {}, tool }
-    // The MCP executor reads none of the HTTP side of the context: the tool's own executor stands in for it.
-    const context = { runId, batchId: 'bench', bodyPrefix: '', http: executor }
+    const options = { runId, batchId: 'bench', call: { id: 'c', arguments: {}, tool }, operationId: 'bench-operation' }
     const viaExecutor = async (): Promise<void> => {
-      const answer = await executor.send(context, call, 'bench-operation', undefined, undefined)
+      const answer = await executor.send(options)
       if (answer.kind !== 'tool_result') throw new Error(`the MCP executor answered ${answer.kind}`)
     }
     const tg: number[] = []

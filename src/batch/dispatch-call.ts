@@ -1,10 +1,14 @@
-import { type DispatchContext as ExecutorContext, type ExecutorAnswer, executorOf } from '../dispatch/executor.js'
+import type { Executor, ExecutorAnswer } from '../dispatch/executor.js'
 import type { PreparedCall } from '../model/call.js'
 import type { DispatchOutcome } from '../schedule/types.js'
 import { type PlainOutcome, interpretAnswer } from './interpret.js'
 
-/** The executor port's context, with what the batch itself listens for. */
-export interface DispatchContext extends ExecutorContext {
+/** What every call's dispatch in a batch needs besides the call: made once per batch. */
+export interface DispatchContext {
+  runId: string
+  batchId: string
+  /** The executor of tools that name none of their own: toolgate's HTTP executor protocol. */
+  http: Executor
   /** Told every answer as it comes, before it is given its meaning (telemetry reads why an exchange failed). */
   onAnswer?: (call: PreparedCall, answer: ExecutorAnswer) => void
 }
@@ -17,7 +21,9 @@ export { type PlainOutcome, interpretAnswer } from './interpret.js'
  */
 export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string,
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
-  const sent = executorOf(ctx, call).send(ctx, call, operationId, trace, argumentsJson)
+  // The tool's own executor (an MCP server's), else the batch's HTTP one.
+  const executor = call.tool.executor.via ?? ctx.http
+  const sent = executor.send({ runId: ctx.runId, batchId: ctx.batchId, call, operationId, trace, argumentsJson })
   const onAnswer = ctx.onAnswer
   if (onAnswer === undefined) return sent
   return sent.then((answer) => {

@@ -3,8 +3,8 @@ import type { ExecutorCall } from './executor.js'
 
 /**
  * The start of every executor request body of one batch: written once per
- * batch, not once per call.
- */
+ * batch, not once per call (the HTTP executor keeps its last).
+*/
 export function executorBodyPrefix (runId: string, batchId: string): string {
   return `{"runId":${jsonString(runId)},"batchId":${jsonString(batchId)},"callId":`
 }

@@ -38,16 +38,6 @@ export type ExecutorAnswer =
   | { kind: 'tool_result', result: ToolCallResult }
   | { kind: 'tool_refused', code: number, message: string }
 
-/** What every call's dispatch in a batch needs besides the call: made once per batch. */
-export interface DispatchContext {
-  runId: string
-  batchId: string
-  /** The batch's executorBodyPrefix (the HTTP executor protocol's body starts with it). */
-  bodyPrefix: string
-  /** The executor of tools that name none of their own: toolgate's HTTP executor protocol. */
-  http: Executor
-}
-
 /** What an executor reads of a prepared call (src/model/call.ts): a `PreparedCall` is one. */
 export interface ExecutorCall {
   readonly id: string
@@ -59,17 +49,28 @@ export interface ExecutorCall {
 }
 
 /**
- * The executor port: the batch engine hands it a prepared call and gets the
- * exchange's answer, without knowing what kind of executor it spoke to.
- * Never rejects. `trace` holds the call's trace context headers;
- * `argumentsJson` is JSON.stringify of its arguments, when known already.
+ * What an executor is handed for one call: one options object, as undici's
+ * `dispatch(opts, handler)` takes, with nothing of one executor kind's
+ * transport in it (each kind makes its own request of these).
  */
-export interface Executor {
-  send (ctx: DispatchContext, call: ExecutorCall, operationId: string,
-    trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer>
+export interface SendOptions {
+  /** The run and batch the call is part of (a single call arriving alone is a batch of its own). */
+  readonly runId: string
+  readonly batchId: string
+  readonly call: ExecutorCall
+  /** The call's operation id: the executor's idempotency key. */
+  readonly operationId: string
+  /** The call's trace context headers; undefined outside a batch (recovery's status checks). */
+  readonly trace?: Readonly<Record<string, string>> | undefined
+  /** JSON.stringify of the call's arguments, when known already. */
+  readonly argumentsJson?: string | undefined
 }
 
-/** The executor that performs a call: the tool's own (an MCP server's), else the batch's HTTP one. */
-export function executorOf (ctx: DispatchContext, call: ExecutorCall): Executor {
-  return call.tool.executor.via ?? ctx.http
+/**
+ * The executor port: the batch engine hands it a call and gets the
+ * exchange's answer, without knowing what kind of executor it spoke to.
+ * Never rejects.
+ */
+export interface Executor {
+  send (opts: SendOptions): Promise<ExecutorAnswer>
 }

@@ -1,7 +1,7 @@
 import { IsoTime } from '../iso-time.js'
 import type { ExecutorClient } from './client.js'
-import type { DispatchContext, Executor, ExecutorCall, HttpAnswer } from './executor.js'
-import { executorBody } from './executor-body.js'
+import type { Executor, HttpAnswer, SendOptions } from './executor.js'
+import { executorBody, executorBodyPrefix } from './executor-body.js'
 
 const DEADLINES = new IsoTime()
 
@@ -12,20 +12,28 @@ const DEADLINES = new IsoTime()
  */
 export class HttpExecutor implements Executor {
   readonly #client: ExecutorClient
+  /** The body prefix of the batch last sent for: a batch's calls come together, so it is written once per batch. */
+  #prefix = { runId: '', batchId: '', text: executorBodyPrefix('', '') }
 
   constructor (client: ExecutorClient) {
     this.#client = client
   }
 
-  send (ctx: DispatchContext, call: ExecutorCall, operationId: string,
-    trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<HttpAnswer> {
+  send (opts: SendOptions): Promise<HttpAnswer> {
+    const { call, operationId } = opts
     const timeoutMs = call.tool.executor.timeoutMs
     return this.#client.post({
       url: call.tool.executor.url,
       timeoutMs,
-      body: executorBody(ctx.bodyPrefix, call, operationId, DEADLINES.at(Date.now() + timeoutMs), argumentsJson),
+      body: executorBody(this.#prefixOf(opts.runId, opts.batchId), call, operationId, DEADLINES.at(Date.now() + timeoutMs), opts.argumentsJson),
       idempotencyKey: operationId,
-      trace
+      trace: opts.trace
     })
+  }
+
+  #prefixOf (runId: string, batchId: string): string {
+    const last = this.#prefix
+    if (last.runId === runId && last.batchId === batchId) return last.text
+    return (this.#prefix = { runId, batchId, text: executorBodyPrefix(runId, batchId) }).text
   }
 }

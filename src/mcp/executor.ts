@@ -1,4 +1,4 @@
-import type { DispatchContext, Executor, ExecutorAnswer, ExecutorCall } from '../dispatch/executor.js'
+import type { Executor, ExecutorAnswer, SendOptions } from '../dispatch/executor.js'
 import type { CallRelays } from '../dispatch/relays.js'
 import type { Elicitations } from '../approvals/elicitations.js'
 import type { CallHooks, McpConnection } from './connection.js'
@@ -33,7 +33,9 @@ export class McpToolExecutor implements Executor {
     this.#elicitations = elicitations
   }
 
-  async send (ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
+  async send (opts: SendOptions): Promise<ExecutorAnswer> {
+    const { call, operationId, trace } = opts
+    const ctx = opts
     const relay = this.#relays?.get(ctx.runId, call.id)
     const elicitations = this.#elicitations
     const hooks: CallHooks = {

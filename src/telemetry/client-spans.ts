@@ -7,9 +7,7 @@
  * argument, a body or a header value.
  */
 import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api'
-import type { DispatchContext, Executor, ExecutorAnswer } from '../dispatch/executor.js'
-import type { PreparedCall } from '../model/call.js'
-import type { Tool } from '../model/tool.js'
+import type { Executor, ExecutorAnswer, ExecutorCall, SendOptions } from '../dispatch/executor.js'
 import { activeTracer, extractContext, injectContext } from './tracing.js'
 
 /** A span's name and its attributes known before the request. */
@@ -88,20 +86,20 @@ export function httpPostShape (url: string): ClientSpanShape {
  */
 export class TracedExecutor implements Executor {
   readonly #inner: Executor
-  readonly #shapes = new WeakMap<Tool, ClientSpanShape>()
+  readonly #shapes = new WeakMap<ExecutorCall['tool'], ClientSpanShape>()
 
   constructor (inner: Executor) {
     this.#inner = inner
   }
 
-  send (ctx: DispatchContext, call: PreparedCall, operationId: string,
-    headers: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
+  send (opts: SendOptions): Promise<ExecutorAnswer> {
+    const headers = opts.trace
     // No trace context: a call outside a batch (recovery's status checks); nothing to hang a span under.
-    if (headers === undefined || activeTracer() === null) return this.#inner.send(ctx, call, operationId, headers, argumentsJson)
-    return withClientSpan(headers, () => this.#shape(call.tool), (h) => this.#inner.send(ctx, call, operationId, h, argumentsJson), settleAnswer)
+    if (headers === undefined || activeTracer() === null) return this.#inner.send(opts)
+    return withClientSpan(headers, () => this.#shape(opts.call.tool), (h) => this.#inner.send({ ...opts, trace: h }), settleAnswer)
   }
 
-  #shape (tool: Tool): ClientSpanShape {
+  #shape (tool: ExecutorCall['tool']): ClientSpanShape {
     let shape = this.#shapes.get(tool)
     if (shape === undefined) this.#shapes.set(tool, (shape = httpPostShape(tool.executor.url)))
     return shape

@@ -4,7 +4,6 @@
  * keys (src/schedule/runner.ts); each is sent through its executor
  * (dispatch-call.ts, dispatch-action.ts) and settled into its result.
  */
-import { executorBodyPrefix } from '../../dispatch/executor-body.js'
 import { round } from '../../events/recorder.js'
 import { IsoTime } from '../../iso-time.js'
 import { type RunIdentity, operationId } from '../../receipts/operation-id.js'
@@ -66,7 +65,6 @@ class Execution implements RunnerHooks {
     this.#context = {
       runId: state.runId,
       batchId: state.batchId,
-      bodyPrefix: executorBodyPrefix(state.runId, state.batchId),
       http: rt.deps.http,
       onAnswer: (call, answer) => {
         const failure = executorFailureOf(answer, call.tool.action !== null)
