@@ -28,9 +28,9 @@ export function wordDiff (before, after) {
   return merge(parts)
 }
 
-/** Words with the blanks after them, so joining the parts gives the text back. */
+/** Words and the blanks between them, so joining the parts gives the text back. */
 function tokens (text) {
-  return String(text ?? '').match(/\S+\s*|\s+/g) ?? []
+  return String(text ?? '').match(/\S+|\s+/g) ?? []
 }
 
 function merge (parts) {
