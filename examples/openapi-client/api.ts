@@ -75,6 +75,10 @@ export type ToolDefinition = {
   idempotent?: boolean
   execution?: "auto" | "parallel" | "sequential"
   conflictKey?: string
+  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+  conflictScope?: "run" | "tenant"
+  /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
+  conflictWaitMs?: number
   trackExactRepeats?: boolean
   /** Members left out of the fingerprint (repeat and loop detection, operation ids); the executor still receives them */
   ignoreArguments?: Array<string>
@@ -386,6 +390,10 @@ export interface Operations {
         idempotent?: boolean
         execution?: "auto" | "parallel" | "sequential"
         conflictKey?: string
+        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+        conflictScope?: "run" | "tenant"
+        /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
+        conflictWaitMs?: number
         trackExactRepeats?: boolean
         /** Members left out of the fingerprint (repeat and loop detection, operation ids); the executor still receives them */
         ignoreArguments?: Array<string>
@@ -753,6 +761,10 @@ export interface Operations {
             idempotent?: boolean
             execution?: "auto" | "parallel" | "sequential"
             conflictKey?: string
+            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+            conflictScope?: "run" | "tenant"
+            /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
+            conflictWaitMs?: number
             trackExactRepeats?: boolean
             /** Members left out of the fingerprint (repeat and loop detection, operation ids); the executor still receives them */
             ignoreArguments?: Array<string>
