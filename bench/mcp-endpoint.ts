@@ -38,7 +38,8 @@ export interface McpEndpointCost {
   callsPerSec: Per<number>
   /** toolgate over the proxy, paired by round. */
   toolgateOverProxy: number
-  errors: number
+  /** Calls that answered no result, or one with isError, by target. */
+  errors: Per<number>
   /** Issue 41's: added p50 under this over direct, throughput at least the proxy's. */
   targetAddedP50Ms: number
 }
@@ -96,7 +97,7 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
       targets[name] = await sessionsOn(name, urls[name], s.concurrency)
       open.push(targets[name])
     }
-    let errors = 0
+    const errors: Per<number> = { direct: 0, proxy: 0, toolgate: 0 }
     const p50 = { direct: [], proxy: [], toolgate: [] } as Per<number[]>
     const p99 = { direct: [], proxy: [], toolgate: [] } as Per<number[]>
     const rate = { direct: [], proxy: [], toolgate: [] } as Per<number[]>
@@ -108,7 +109,7 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
         const times: number[] = []
         for (let i = 0; i < s.calls; i++) {
           const t0 = performance.now()
-          if (!(await callOnce(clients[0]!, tool))) errors++
+          if (!(await callOnce(clients[0]!, tool))) errors[name]++
           times.push(performance.now() - t0)
         }
         let done = 0
@@ -117,7 +118,7 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
         await Promise.all(clients.map(async (c) => {
           while (performance.now() < end) {
             if (await callOnce(c, tool)) done++
-            else errors++
+            else errors[name]++
           }
         }))
         const elapsed = (performance.now() - t0) / 1000
