@@ -74,6 +74,8 @@ export interface ServiceOverrides {
   clock?: Clock
   /** How often this replica sweeps for expired approvals; 0 leaves it to `approvals.sweep()`. @default 1000 */
   approvalSweepMs?: number
+  /** Where MCP servers' `oauth` secrets named by environment variable are read. @default process.env */
+  env?: Readonly<Record<string, string | undefined>>
 }
 
 /** How often each replica looks for approvals past their time: a call expires at most this late. */
@@ -112,6 +114,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     maxTools: config.mcpMaxTools,
     maxResponseBytes: config.maxExecutorResponseBytes,
     pins,
+    // Read here, once: the only secrets taken from the environment are those a server's oauth names (MCP_SECRET_*).
+    env: overrides.env ?? process.env,
     ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect })
   })
   const uncertain = new UncertainWrites({

@@ -13,6 +13,7 @@ import type { CallRelay } from '../dispatch/relays.js'
 import type { ElicitationAnswer, ElicitationQuestion } from '../approvals/elicitations.js'
 import { type BoundedCall, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { classifyCallError, describeFailure } from './classify.js'
+import type { OAuthTokens } from './oauth.js'
 import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, boundedProblems } from './import.js'
 
 /** A server's state as the admin API shows it. */
@@ -41,6 +42,8 @@ export interface ConnectionOptions {
   clock?: Clock
   /** Longest tools/call answer read (TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES). */
   maxResponseBytes?: number
+  /** The server's access token (its `oauth` settings), kept across reconnects. */
+  oauth?: OAuthTokens | undefined
 }
 /** A tools/list page as toolgate reads it: each tool is checked on its own at import, so one bad tool does not hide the others. */
 const LooseListToolsResult = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() })
@@ -78,6 +81,7 @@ export class McpConnection {
   readonly #reconnect: ReconnectPolicy
   readonly #clock: Clock
   readonly #maxResponseBytes: number
+  readonly #oauth: OAuthTokens | undefined
   /** tools/call requests in flight over Streamable HTTP, by operation id: the bounded fetch stops one whose answer is too long. */
   readonly #inFlight = new Map<string, BoundedCall>()
   /** Calls in flight that have a caller to relay to, by operation id. */
@@ -111,6 +115,7 @@ export class McpConnection {
     this.#reconnect = reconnect
     this.#clock = options.clock ?? systemClock
     this.#maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024
+    this.#oauth = options.oauth
   }
 
   get state (): ServerState { return this.#state }
@@ -418,7 +423,8 @@ export class McpConnection {
       })
     }
     return new StreamableHTTPClientTransport(new URL(def.url), {
-      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight),
+      // The bearer token goes under the bound: a 401 answered and retried with a new token is not read.
+      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight, this.#oauth?.wrap(fetch)),
       ...(def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
     })
   }
