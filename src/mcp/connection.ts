@@ -61,6 +61,10 @@ export interface CallHooks {
   relay?: CallRelay | undefined
   /** Puts a server's `elicitation/create` about this call to whoever answers it (SPEC section 18). */
   elicit?: ((question: ElicitationQuestion, signal: AbortSignal) => Promise<ElicitationAnswer>) | undefined
+  /** Told each progress report of this call (the batch's `call.progress` event). */
+  progress?: ((update: { progress: number, total?: number | undefined }) => void) | undefined
+  /** The longest the call may take in all while progress resets its timeout: the tool's executor.maxTimeoutMs. @default the server's maxTimeoutMs */
+  maxTimeoutMs?: number | undefined
 }
 /** The `_meta` key a server may name its call by in a request about it: the call's operation id, as sent in tools/call. */
 const OPERATION_META = 'toolgate/operationId'
@@ -211,7 +215,7 @@ export class McpConnection {
     // timer, not the SDK's maxTotalTimeout: that one rejects with an error that reads like the
     // server's and sends no notifications/cancelled; aborting with the SDK's own timeout error does
     // both (the server is told, and the write is uncertain, cause timeout).
-    const maxTotalMs = Math.max(timeoutMs, this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
+    const maxTotalMs = Math.max(timeoutMs, hooks.maxTimeoutMs ?? this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
     const total = this.#clock.setTimeout(() => { abort.abort(McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: maxTotalMs })) }, maxTotalMs)
     try {
       // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
@@ -225,7 +229,10 @@ export class McpConnection {
           timeout: timeoutMs,
           signal: abort.signal,
           resetTimeoutOnProgress: true,
-          onprogress: (p: { progress: number, total?: number, message?: string }) => { relay?.progress(p) }
+          onprogress: (p: { progress: number, total?: number, message?: string }) => {
+            relay?.progress(p)
+            hooks.progress?.({ progress: p.progress, total: p.total })
+          }
         }
       )
       if (this.definition.transport === 'stdio' && tooLong(result, this.#maxResponseBytes)) return { kind: 'unknown', code: 'response_too_large' }
