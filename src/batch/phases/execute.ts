@@ -173,6 +173,7 @@ class Execution implements RunnerHooks {
       details.epoch = s.epoch
       details.durationMs = round(s.durationMs)
       details.startedAt = START_TIMES.at(s.startedAt)
+      if (s.waited !== undefined) details.waited = s.waited
       result = callResult(call, value.status, value.content, details, value.isError)
       if (value.status === 'projection_failed') {
         state.closed = true
@@ -188,6 +189,8 @@ class Execution implements RunnerHooks {
       const signal = this.#rt.controller
       result = cancelledResult(call, state.closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
     }
+    // For the host: which resource the call was kept apart on (derived from arguments: never logged).
+    if (c.conflictKey !== null) result.details.conflictKey = c.conflictKey
     state.results[c.index] = result
     const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
     this.#rt.observer.callSettled({
