@@ -9,6 +9,8 @@ export interface DispatchContext {
   batchId: string
   /** The executor of tools that name none of their own: toolgate's HTTP executor protocol. */
   http: Executor
+  /** Told each progress report of a call's executor (an MCP server's), numbers only: the batch's `call.progress` event. */
+  onProgress?: (call: PreparedCall, update: { progress: number, total?: number | undefined }) => void
   /** Told every answer as it comes, before it is given its meaning (telemetry reads why an exchange failed). */
   onAnswer?: (call: PreparedCall, answer: ExecutorAnswer) => void
 }
@@ -23,7 +25,10 @@ export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operat
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
   // The tool's own executor (an MCP server's), else the batch's HTTP one.
   const executor = call.tool.executor.via ?? ctx.http
-  const sent = executor.send({ runId: ctx.runId, batchId: ctx.batchId, call, operationId, trace, argumentsJson })
+  const progress = ctx.onProgress
+  // Only a tool's own executor (an MCP server's) reports progress: the HTTP executor's calls make no listener.
+  const onProgress = progress === undefined || call.tool.executor.via === undefined ? undefined : (update: { progress: number, total?: number | undefined }): void => { progress(call, update) }
+  const sent = executor.send({ runId: ctx.runId, batchId: ctx.batchId, call, operationId, trace, argumentsJson, onProgress })
   const onAnswer = ctx.onAnswer
   if (onAnswer === undefined) return sent
   return sent.then((answer) => {

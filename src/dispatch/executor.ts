@@ -44,7 +44,8 @@ export interface ExecutorCall {
   readonly arguments: Record<string, unknown>
   readonly tool: {
     readonly name: string
-    readonly executor: { readonly url: string, readonly timeoutMs: number, readonly via?: Executor }
+    /** `maxTimeoutMs`: the longest the call may take in all while progress resets `timeoutMs` (SPEC §18). */
+    readonly executor: { readonly url: string, readonly timeoutMs: number, readonly maxTimeoutMs?: number, readonly via?: Executor }
   }
 }
 
@@ -64,6 +65,8 @@ export interface SendOptions {
   readonly trace?: Readonly<Record<string, string>> | undefined
   /** JSON.stringify of the call's arguments, when known already. */
   readonly argumentsJson?: string | undefined
+  /** Told each progress report of the call's executor (an MCP server's), numbers only. */
+  readonly onProgress?: ((update: { progress: number, total?: number | undefined }) => void) | undefined
 }
 
 /**

@@ -38,8 +38,11 @@ export class McpToolExecutor implements Executor {
     const ctx = opts
     const relay = this.#relays?.get(ctx.runId, call.id)
     const elicitations = this.#elicitations
+    const onProgress = opts.onProgress
     const hooks: CallHooks = {
       relay,
+      maxTimeoutMs: call.tool.executor.maxTimeoutMs,
+      progress: onProgress,
       elicit: elicitations === undefined
         ? undefined
         : (question, signal) => elicitations.ask({ runId: ctx.runId, batchId: ctx.batchId, callId: call.id, tool: call.tool.name, arguments: call.arguments }, question, relay, signal)
