@@ -17,6 +17,8 @@ import { REDIS_URL, deleteByPrefix, redisUnavailable } from '../store/harness.js
 import { type Answer, type Replica, buildToolgate, call, startReplica } from './processes.js'
 
 const LEASE_MS = 2000
+// Two replicas built and started on a loaded 2-core machine: bounded work, not a deadline.
+t.setTimeout(300_000)
 
 const noRedis = await redisUnavailable()
 if (noRedis !== undefined) {
