@@ -139,7 +139,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
-    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, maxWaitingPerTenant: config.maxWaitingBatchesPerTenant }
+    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
   })
   const approvals = new ApprovalService({
     store,

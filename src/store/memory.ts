@@ -4,7 +4,7 @@ import { ComposedStore } from './compose.js'
 import { MemoryReceiptJournal } from './memory-receipts.js'
 import { MemoryRunState } from './memory-runs.js'
 import { MemoryUncertainWrites } from './memory-uncertain.js'
-import type { CancelListener, CancelReason } from './records.js'
+import { type CancelListener, type CancelReason, incarnationKey } from './records.js'
 
 export { StoreFullError } from './records.js'
 
@@ -16,6 +16,8 @@ export interface MemoryStoreOptions {
   maxRuns: number
   /** Most runs one tenant holds; one more is refused (TenantRunsQuotaError). @default no bound */
   maxRunsPerTenant?: number
+  /** Most runs of one tenant with a waiting batch; one more is refused (TenantWaitingQuotaError). @default no bound */
+  maxWaitingPerTenant?: number
   /** Receipts outlive their run by at least this long. */
   receiptRetentionMs: number
   /** Most receipts held. */
@@ -56,7 +58,14 @@ export class MemoryStore extends ComposedStore {
     const clock = options.clock ?? systemClock
     const opts = { sweepIntervalMs: Math.min(60_000, options.runTtlMs), ...options, now: clockReader(clock) }
     const runs = new MemoryRunState(opts)
-    const receipts = new MemoryReceiptJournal({ ...opts, runHeld: (runId) => runs.has(runId) })
+    const receipts = new MemoryReceiptJournal({
+      ...opts,
+      runHeld: (runId) => runs.has(runId),
+      incarnationOf: (runId) => {
+        const run = runs.held(runId)
+        return run === undefined ? undefined : incarnationKey(run)
+      }
+    })
     const uncertain = new MemoryUncertainWrites(runs, opts.now)
     runs.onGone((run, at) => {
       uncertain.forget(run)

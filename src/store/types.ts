@@ -11,7 +11,7 @@ export type { RunStateStore } from './run-state.js'
 export type { UncertainWrites } from './uncertain-writes.js'
 export {
   type BatchEntry, type BatchIdEntry, type BatchRecord, type BatchSummary, type CancelListener, type CancelReason, type RunCursor, type RunPage,
-  type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, batchEntry, holds, markEnded
+  type Incarnation, type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, batchEntry, holds, incarnationKey, isIncarnation, markEnded
 } from './records.js'
 
 /** What a store part needs besides its contract: whether its backend can take work, and closing it. */

@@ -15,6 +15,7 @@ import { ProblemError } from '../../errors.js'
 import type { PreparationOutcome } from '../../model/call.js'
 import { hold as holdRun } from '../../runs/transitions.js'
 import type { RunRecord } from '../../model/run.js'
+import { TenantWaitingQuotaError } from '../../store/types.js'
 import type { BatchAnswer, EngineDeps } from '../engine-types.js'
 import type { BatchRuntime } from '../runtime.js'
 import type { BatchState, Prepared } from '../state.js'
@@ -39,23 +40,21 @@ export function hold (state: BatchState, rt: BatchRuntime, prepared: Prepared): 
 /**
  * A tenant's waiting batches pin their runs: past its quota the batch is
  * refused (429, its lease released, nothing of it run), so one tenant
- * cannot pin the store full for the others (SPEC section 19).
+ * cannot pin the store full for the others (SPEC section 19). The store
+ * checks and counts the quota in the update that holds the batch, so
+ * batches racing on several replicas cannot pass it together.
  */
-async function checkWaitingQuota (state: BatchState, rt: BatchRuntime, settings: ApprovalSettings): Promise<void> {
-  const max = settings.maxWaitingPerTenant
-  if (max === undefined) return
-  let waiting = 0
-  for (const run of await rt.deps.store.waitingRuns()) if (run.tenant === state.tenant && run.runId !== state.runId) waiting++
-  if (waiting >= max) {
-    throw new ProblemError('quota_exceeded', `This tenant has ${waiting} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
+function refuseOverQuota (err: unknown): never {
+  if (err instanceof TenantWaitingQuotaError) {
+    throw new ProblemError('quota_exceeded', `This tenant has ${err.max} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
   }
+  throw err
 }
 
 /** Stores the batch as its run's waiting batch and answers the 202. */
 async function store (state: BatchState, rt: BatchRuntime, prepared: Prepared, settings: ApprovalSettings): Promise<BatchAnswer | null> {
   const { deps } = rt
   const { outcomes } = prepared
-  await checkWaitingQuota(state, rt, settings)
   const waiting = toWaiting({
     batchId: state.batchId,
     requestHash: state.identified.requestHash,
@@ -74,7 +73,7 @@ async function store (state: BatchState, rt: BatchRuntime, prepared: Prepared, s
     markBlockedRetries(waiting, r.uncertain, outcomes, prepared.fingerprints)
     uncertain = r.uncertain
     return holdRun(r, waiting, deps.replicaId, settings.graceMs)
-  })
+  }).catch(refuseOverQuota)
   if (!stored.found || !stored.value) return null
   for (const e of announced) rt.onEvent?.(e)
   const durationMs = performance.now() - rt.startedAt
