@@ -15,7 +15,7 @@ import { awaitingResponse } from './hold.js'
 import { type Decider, isPending, type StoredOutcome, type WaitingBatch } from '../model/waiting.js'
 import type { DecisionInput, PendingApproval } from './types.js'
 import { BatchWaiters } from './waiters.js'
-import { applyDecisions, expirePending, pendingApprovals, storeOutcome } from './waiting.js'
+import { applyDecisions, expirePending, pendingApprovals, storeOutcome, withdrawPending } from './waiting.js'
 
 export interface ApprovalServiceOptions {
   store: Store
@@ -109,6 +109,22 @@ export class ApprovalService {
     this.#announce(runId, batchId, taken.value, taken.waiting)
     if (!taken.start) return { status: 202, body: JSON.stringify(awaitingResponse(runId, taken.waiting, taken.run)) }
     return { status: 200, body: await this.#runTaken(runId, batchId, taken) }
+  }
+
+  /**
+   * Withdraws held calls no one has decided yet, because their caller gave
+   * up on them (an MCP client's `notifications/cancelled`): they end
+   * `cancelled`, and when none is left pending the batch runs here. Answers
+   * false when none of them was pending (decided first, or gone).
+   */
+  async withdraw (tenant: string, runId: string, batchId: string, callIds: readonly string[]): Promise<boolean> {
+    await this.#run(tenant, runId)
+    const ids = new Set(callIds)
+    const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, w) => withdrawPending(w, ids, this.#clock.now()))
+    if (taken === undefined) return false
+    if (taken.value > 0) this.#options.logger.info({ runId, batchId, calls: taken.value }, 'held calls withdrawn by their caller')
+    if (taken.start) await this.#runTaken(runId, batchId, taken)
+    return taken.value > 0
   }
 
   /**

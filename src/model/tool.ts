@@ -22,6 +22,10 @@ export interface ToolDefinition {
   idempotent?: boolean
   execution?: ExecutionHint
   conflictKey?: string
+  /** `tenant`: the conflict key is a resource of the whole tenant (SPEC section 17). @default 'run' */
+  conflictScope?: ConflictScope
+  /** How long a call waits for its tenant-scoped key. @default 30000 */
+  conflictWaitMs?: number
   trackExactRepeats?: boolean
   /** JSON pointers of members left out of the fingerprint (SPEC section 15), e.g. a request id. */
   ignoreArguments?: string[]
@@ -32,6 +36,9 @@ export interface ToolDefinition {
   action?: { projection?: string, maxModelReceiptChars?: number }
   requiresApproval?: boolean
 }
+
+/** Where a conflict key keeps calls apart: inside a batch (`run`) or across every run of the tenant (`tenant`). */
+export type ConflictScope = 'run' | 'tenant'
 
 /** One piece of a compiled conflict-key template: literal text or a JSON pointer. */
 export type ConflictKeyPart = { literal: string } | { pointer: string[] }
@@ -51,6 +58,9 @@ export interface Tool {
   readonly idempotent: boolean
   readonly execution: ExecutionHint
   readonly conflictKey: readonly ConflictKeyPart[] | null
+  /** `tenant` only with a conflict key: its calls take the key in the store before they are sent. */
+  readonly conflictScope: ConflictScope
+  readonly conflictWaitMs: number
   readonly trackExactRepeats: boolean
   /** `ignoreArguments`, parsed into reference tokens; empty or absent when the tool ignores nothing. */
   readonly ignoreArguments?: ReadonlyArray<readonly string[]>

@@ -16,4 +16,9 @@ export interface Uncertainty {
   action: boolean
   /** Epoch ms at which it was recorded (its batch finished). */
   since: number
+  /** Why its outcome is unknown, when it is not its own answer's: `replica_lost`, the replica sending it died (SPEC section 17). */
+  cause?: UncertainCause
 }
+
+/** Why an uncertainty's outcome is unknown beside its call's own answer. */
+export type UncertainCause = 'replica_lost'

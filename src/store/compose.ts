@@ -1,7 +1,9 @@
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
+import type { Uncertainty } from '../model/uncertainty.js'
 import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, Incarnation, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
-import type { Store, StoreParts } from './types.js'
+import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
+import type { LeaseHolder, PendingWrite, RunIdentity } from './write-ahead.js'
 
 /**
  * The `Store` the engine uses, built from its parts: each method hands its
@@ -16,7 +18,9 @@ export class ComposedStore implements Store {
   readonly #batches: StoreParts['batches']
   readonly #receipts: StoreParts['receipts']
   readonly #uncertain: StoreParts['uncertain']
+  readonly #writes: StoreParts['writes']
   readonly #cancel: StoreParts['cancel']
+  readonly #keys: StoreParts['keys']
   readonly #backends: StoreParts['backends']
 
   constructor (parts: StoreParts) {
@@ -24,7 +28,9 @@ export class ComposedStore implements Store {
     this.#batches = parts.batches
     this.#receipts = parts.receipts
     this.#uncertain = parts.uncertain
+    this.#writes = parts.writes
     this.#cancel = parts.cancel
+    this.#keys = parts.keys
     this.#backends = parts.backends
   }
 
@@ -65,8 +71,19 @@ export class ComposedStore implements Store {
   tryLock (name: string, owner: string, ttlMs: number): Promise<boolean> { return this.#uncertain.tryLock(name, owner, ttlMs) }
   unlock (name: string, owner: string): Promise<void> { return this.#uncertain.unlock(name, owner) }
 
+  recordWrites (run: RunIdentity, lease: LeaseHolder, writes: readonly PendingWrite[]): Promise<boolean> { return this.#writes.recordWrites(run, lease, writes) }
+  pendingWrites (run: RunIdentity): Promise<PendingWrite[]> { return this.#writes.pendingWrites(run) }
+  takeOverWrites (run: RunIdentity): Promise<Uncertainty[] | undefined> { return this.#writes.takeOverWrites(run) }
+
   publishCancel (runId: string, reason: CancelReason): Promise<void> { return this.#cancel.publishCancel(runId, reason) }
   onCancel (listener: CancelListener): () => void { return this.#cancel.onCancel(listener) }
+
+  acquireKey (tenant: string, key: string, request: KeyRequest): Promise<KeyGrant> { return this.#keys.acquireKey(tenant, key, request) }
+  renewKey (tenant: string, key: string, token: string, leaseMs: number): Promise<boolean> { return this.#keys.renewKey(tenant, key, token, leaseMs) }
+  releaseKey (tenant: string, key: string, token: string): Promise<boolean> { return this.#keys.releaseKey(tenant, key, token) }
+  noteTenantUncertain (tenant: string, entries: readonly TenantUncertainty[]): Promise<void> { return this.#keys.noteTenantUncertain(tenant, entries) }
+  forgetTenantUncertain (tenant: string, operationIds: readonly string[]): Promise<void> { return this.#keys.forgetTenantUncertain(tenant, operationIds) }
+  listTenantUncertain (tenant: string): Promise<TenantUncertainty[]> { return this.#keys.listTenantUncertain(tenant) }
 
   async ready (): Promise<boolean> {
     for (const backend of this.#backends) if (!await backend.ready()) return false

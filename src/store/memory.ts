@@ -4,6 +4,8 @@ import { ComposedStore } from './compose.js'
 import { MemoryReceiptJournal } from './memory-receipts.js'
 import { MemoryRunState } from './memory-runs.js'
 import { MemoryUncertainWrites } from './memory-uncertain.js'
+import { MemoryWriteAhead } from './memory-write-ahead.js'
+import { MemoryTenantKeys } from './memory-keys.js'
 import { type CancelListener, type CancelReason, incarnationKey } from './records.js'
 
 export { StoreFullError } from './records.js'
@@ -62,22 +64,32 @@ export class MemoryStore extends ComposedStore {
       ...opts,
       runHeld: (runId) => runs.has(runId),
       incarnationOf: (runId) => {
-        const run = runs.held(runId)
+        const run = runs.peek(runId)
         return run === undefined ? undefined : incarnationKey(run)
       }
     })
     const uncertain = new MemoryUncertainWrites(runs, opts.now)
+    const writes = new MemoryWriteAhead(runs, uncertain, opts.now)
+    const keys = new MemoryTenantKeys(clock, (runId) => {
+      runs.expire(runId)
+      return runs.has(runId)
+    })
     runs.onGone((run, at) => {
       uncertain.forget(run)
+      writes.drop(run)
+      keys.forgetRun(run.tenant, run.runId)
       receipts.orphan(run.runId, at)
     })
+    runs.onCompleted((run) => writes.drop(run))
     runs.onCreated((runId) => receipts.restart(runId))
     super({
       runs,
       batches: runs.answers,
       receipts,
       uncertain,
+      writes,
       cancel: new MemoryCancelBus(),
+      keys,
       // Nothing to reach or close: always ready.
       backends: []
     })

@@ -95,6 +95,7 @@ return 1
 /**
  * Compare-and-set of a run record on its version.
  * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant, idx:waiting,
+ * wal (the run's write-ahead records: answered, so deleted, with a stored batch record),
  * waiting:<tenant> (the tenant's runs with a waiting batch).
  * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
  * receipt retention, receipt slack, '1' to drop the batch ids and records,
@@ -126,18 +127,21 @@ if ARGV[18] ~= '' then entry = redis.call('HGET', KEYS[3], ARGV[18]) or '' end
 if version ~= ARGV[1] or entry ~= ARGV[19] then return { version, redis.call('HGET', KEYS[1], 'r'), entry } end
 local waits = ARGV[16] ~= '' and ARGV[16] ~= '-'
 local quota = tonumber(ARGV[20] or '0')
-if waits and quota > 0 and redis.call('HGET', KEYS[1], 'w') ~= '1' and redis.call('ZCARD', KEYS[11]) >= quota then
+if waits and quota > 0 and redis.call('HGET', KEYS[1], 'w') ~= '1' and redis.call('ZCARD', KEYS[12]) >= quota then
   -- Entries of runs that stopped waiting without this script (expired, evicted, created again) do not count.
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[11], 0, -1)) do
-    if redis.call('HGET', ARGV[21] .. id, 'w') ~= '1' then redis.call('ZREM', KEYS[11], id) end
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[12], 0, -1)) do
+    if redis.call('HGET', ARGV[21] .. id, 'w') ~= '1' then redis.call('ZREM', KEYS[12], id) end
   end
-  if redis.call('ZCARD', KEYS[11]) >= quota then return -3 end
+  if redis.call('ZCARD', KEYS[12]) >= quota then return -3 end
 end
 local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
 redis.call('HSET', KEYS[1], 'v', ARGV[17], 'r', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
-if ARGV[12] ~= '' then redis.call('HSET', KEYS[2], ARGV[12], ARGV[13]) end
+if ARGV[12] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[12], ARGV[13])
+  redis.call('DEL', KEYS[11])
+end
 if ARGV[14] ~= '' then redis.call('HSET', KEYS[3], ARGV[14], ARGV[15]) end
 if ARGV[10] == '1' then
   redis.call('DEL', KEYS[2], KEYS[3])
@@ -148,13 +152,13 @@ end
 index(5, ARGV[5], exp, ARGV[6], ARGV[7])
 if ARGV[16] == '-' then
   redis.call('ZREM', KEYS[10], ARGV[5])
-  if KEYS[11] then redis.call('ZREM', KEYS[11], ARGV[5]) end
+  if KEYS[12] then redis.call('ZREM', KEYS[12], ARGV[5]) end
   redis.call('HDEL', KEYS[1], 'w')
 elseif waits then
   redis.call('ZADD', KEYS[10], ARGV[16], ARGV[5])
-  if KEYS[11] then
-    redis.call('ZADD', KEYS[11], ARGV[16], ARGV[5])
-    if redis.call('PTTL', KEYS[11]) < ttl then redis.call('PEXPIRE', KEYS[11], ttl) end
+  if KEYS[12] then
+    redis.call('ZADD', KEYS[12], ARGV[16], ARGV[5])
+    if redis.call('PTTL', KEYS[12]) < ttl then redis.call('PEXPIRE', KEYS[12], ttl) end
   end
   redis.call('HSET', KEYS[1], 'w', '1')
 end

@@ -20,6 +20,7 @@ const addFormats = addFormatsModule.default
 
 export const DEFAULT_EXECUTOR_TIMEOUT_MS = 30_000
 export const DEFAULT_MAX_MODEL_RECEIPT_CHARS = 4096
+export const DEFAULT_CONFLICT_WAIT_MS = 30_000
 
 /** Schema keywords that fill arguments in (Ajv `useDefaults`) or may lead to a schema that does. */
 const FILLING_KEYWORDS: ReadonlySet<string> = new Set(['default', '$ref', '$dynamicRef', '$recursiveRef'])
@@ -146,6 +147,8 @@ export class ToolRegistry implements ToolLookup {
       try { conflictKey = compileConflictKey(def.conflictKey) } catch (err) { problems.push(`/conflictKey: ${(err as Error).message}`) }
     }
 
+    if (def.conflictScope === 'tenant' && def.conflictKey === undefined) problems.push('/conflictScope: tenant scope needs a conflictKey')
+
     for (const [i, rule] of (def.rewrite ?? []).entries()) {
       try { parsePointer(rule.path) } catch (err) { problems.push(`/rewrite/${i}/path: ${(err as Error).message}`) }
       if (rule.path === '') problems.push(`/rewrite/${i}/path: must point inside the arguments`)
@@ -187,6 +190,8 @@ export class ToolRegistry implements ToolLookup {
       readOnly: def.readOnly ?? false,
       idempotent: def.idempotent ?? false,
       execution: def.execution ?? 'auto',
+      conflictScope: def.conflictScope ?? 'run',
+      conflictWaitMs: def.conflictWaitMs ?? DEFAULT_CONFLICT_WAIT_MS,
       trackExactRepeats: def.trackExactRepeats ?? true,
       aliases: def.aliases ?? [],
       argumentAliases: def.argumentAliases ?? {},
@@ -209,6 +214,8 @@ export class ToolRegistry implements ToolLookup {
       idempotent: definition.idempotent,
       execution: definition.execution,
       conflictKey,
+      conflictScope: definition.conflictScope,
+      conflictWaitMs: definition.conflictWaitMs,
       trackExactRepeats: definition.trackExactRepeats,
       ignoreArguments,
       aliases: definition.aliases,

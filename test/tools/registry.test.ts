@@ -209,3 +209,18 @@ t.test('a tool with a schema problem and an executor URL problem lists both, eac
   t.equal(problems.filter((p) => p.startsWith('tools[1] (nourl)') && p.includes('/executor/url')).length, 1, 'a missing url is reported once')
   t.equal(new Set(problems).size, problems.length, 'no problem twice')
 })
+
+t.test('conflictScope defaults to run and conflictWaitMs to 30000; tenant scope needs a conflict key', async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  const plain = registry.compile(build)
+  t.equal(plain.conflictScope, 'run')
+  t.equal(plain.conflictWaitMs, 30000)
+  t.match(plain.definition, { conflictScope: 'run', conflictWaitMs: 30000 })
+  const tenant = registry.compile({ ...build, conflictScope: 'tenant', conflictWaitMs: 0 })
+  t.equal(tenant.conflictScope, 'tenant')
+  t.equal(tenant.conflictWaitMs, 0)
+  const keyless = { name: 'edit', inputSchema: { type: 'object' }, executor: { url: `${URL_BASE}/edit` }, conflictScope: 'tenant' }
+  t.throws(() => registry.compile(keyless), (err: unknown) => err instanceof InvalidToolError && err.problems.some((p) => p.startsWith('/conflictScope')))
+  t.throws(() => registry.compile({ ...build, conflictScope: 'world' }), InvalidToolError)
+  t.throws(() => registry.compile({ ...build, conflictWaitMs: -1 }), InvalidToolError)
+})

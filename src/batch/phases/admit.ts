@@ -90,7 +90,7 @@ function settleUnadmitted (state: BatchState, rt: BatchRuntime, prepared: Prepar
       const approval = state.approvals?.decisions[i]
       const heldBack = held[i]
       if (o.ok && approval?.approve === false) {
-        settled = deniedResult(o, approval)
+        settled = approval.withdrawn === true ? cancelledResult(o, 'cancelled') : deniedResult(o, approval)
       } else if (o.ok && heldBack?.kind === 'blocked') {
         stats.blockedCalls++
         settled = uncertainBlockedResult(o, heldBack.by)
