@@ -11,11 +11,10 @@
  * the time the service waited for a CPU as well, so the bound is on the
  * max beyond that of an idle reference process at the same priority over
  * the same case (./loop-reference.ts): what a shared machine adds to any
- * process is not the service's stall. The margin: the service works in
- * slices (preparation yields every 20 ms of calls, a validation is cut at
- * TOOLGATE_MAX_VALIDATION_MS, 50 ms), half the bound or less, and its
- * longest slice measured quietly is reported beside (the stall probe's
- * longest busy stall, ./stall-probe.mjs, asserted too).
+ * process is not the service's stall. The bound and its margin are
+ * explained at TEST_STALL_BOUND_MS; the stall probe's longest busy stall
+ * (./stall-probe.mjs), the loop busy whatever the machine does, is
+ * asserted under the SPEC's 100 ms beside.
  *
  * The cases of MCP servers (tool caps, refresh rates, answer sizes) are in
  * test/mcp.
@@ -28,7 +27,7 @@ import t, { type Test } from 'tap'
 import { stalledClient, startExecutor, tool } from '../helper.js'
 import { buildToolgate, startReplica, type Replica } from '../replicas/processes.js'
 import { REDOS_CASES } from './redos-cases.js'
-import { STALL_BOUND_MS, startReference } from './loop-reference.js'
+import { STALL_BOUND_MS, TEST_STALL_BOUND_MS, startReference } from './loop-reference.js'
 import { branchingRefs, manyProperties } from '../tools/costly-schemas.js'
 
 const CANARY = 'canary-secret-of-acme-4471'
@@ -259,7 +258,7 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
   t.comment(`event-loop delay of the service over the suite: max ${worst((f) => f.maxMs)} ms, p99 at most ${worst((f) => f.p99Ms)} ms; ` +
     `beyond the idle reference ${worst(stall)} ms; longest stall spent running ${worst((f) => f.busyMs)} ms`)
   for (const f of figures) {
-    t.ok(stall(f) < STALL_BOUND_MS, `loop-delay max ${f.maxMs.toFixed(1)} ms, ${stall(f).toFixed(1)} ms beyond the idle reference's, under ${STALL_BOUND_MS} ms: ${f.name}`)
+    t.ok(stall(f) < TEST_STALL_BOUND_MS, `loop-delay max ${f.maxMs.toFixed(1)} ms, ${stall(f).toFixed(1)} ms beyond the idle reference's, under ${TEST_STALL_BOUND_MS} ms: ${f.name}`)
   }
   t.ok(Number(worst((f) => f.busyMs)) < STALL_BOUND_MS, `no busy stall over ${STALL_BOUND_MS} ms (longest ${worst((f) => f.busyMs)} ms)`)
   t.ok(served.length > 0 && served.every((ok) => ok === 1), `the other tenant's ${served.length} batches were all served meanwhile`)

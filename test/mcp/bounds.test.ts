@@ -6,7 +6,7 @@ import t from 'tap'
 import { FakeClock } from '../clock.js'
 import { buildTestApp, get, runBatch, tool } from '../helper.js'
 import { listedTool, startScriptedServer } from './scripted-server.js'
-import { STALL_BOUND_MS, startReference } from '../hostile/loop-reference.js'
+import { TEST_STALL_BOUND_MS, startReference } from '../hostile/loop-reference.js'
 
 /**
  * The longest event-loop delay of this process while `fn` runs, in ms (the
@@ -67,7 +67,7 @@ t.test('a server listing 20,000 tools: 1000 are imported, the rest reported, and
   t.match(view.lastError, /19002 more tools over the limit of 1000/)
   // The 3.4 MB list is parsed, planned, pinned and compiled in slices of about 10 ms of work.
   t.comment(`20,000 tools listed: loop-delay max ${maxMs.toFixed(1)} ms, idle reference ${referenceMs.toFixed(1)} ms`)
-  t.ok(maxMs - referenceMs < STALL_BOUND_MS, `no stall over ${STALL_BOUND_MS} ms beyond the idle reference's delay`)
+  t.ok(maxMs - referenceMs < TEST_STALL_BOUND_MS, `no stall over ${TEST_STALL_BOUND_MS} ms beyond the idle reference's delay (${(maxMs - referenceMs).toFixed(1)} ms)`)
 })
 
 t.test('TOOLGATE_MCP_MAX_TOOLS sets the cap', async (t) => {
@@ -158,6 +158,6 @@ t.test('a tools/call answer of 100 MB is cut at TOOLGATE_MAX_EXECUTOR_RESPONSE_B
   t.equal(read.body.results[1].status, 'ok', 'the read beside it is answered')
   t.ok(process.memoryUsage().rss - rss < 64 * 1024 * 1024, 'the answer was not read whole')
   t.comment(`100 MB answer: loop-delay max ${maxMs.toFixed(1)} ms, idle reference ${referenceMs.toFixed(1)} ms`)
-  t.ok(maxMs - referenceMs < STALL_BOUND_MS, `no stall over ${STALL_BOUND_MS} ms beyond the idle reference's delay`)
+  t.ok(maxMs - referenceMs < TEST_STALL_BOUND_MS, `no stall over ${TEST_STALL_BOUND_MS} ms beyond the idle reference's delay (${(maxMs - referenceMs).toFixed(1)} ms)`)
   t.equal((await runBatch(app, [{ id: 'again', name: 'r_small', arguments: {} }])).body.results[0].status, 'ok', 'the server is still usable')
 })
