@@ -15,6 +15,8 @@ const keysDoc = {
     { key: 'beta-orchestrator-0123456789', tenant: 'beta', roles: ['orchestrator'] }
   ]
 }
+// Asked before any test runs: the approval apps' fake clocks are not to meet the Redis client.
+const noRedis = await redisUnavailable()
 const acme = { authorization: 'Bearer acme-orchestrator-0123456789' }
 const beta = { authorization: 'Bearer beta-orchestrator-0123456789' }
 
@@ -78,7 +80,6 @@ t.test('a tenant at its quota of waiting batches is refused another; its other b
   t.equal(theirs.status, 202, "the other tenant's batch waits as before")
 })
 
-const noRedis = await redisUnavailable()
 t.test('two replicas on one Redis, racing to hold batches of one tenant: the waiting-batch quota holds exactly', { skip: noRedis ?? false }, async (t) => {
   const prefix = `toolgate-test:${randomUUID()}:`
   t.teardown(() => deleteByPrefix(prefix))
