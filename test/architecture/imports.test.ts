@@ -42,6 +42,7 @@ const LAYERS: ReadonlyArray<string | readonly string[]> = [
   'src/events/',
   'src/uncertain/',
   'src/approvals/',
+  'src/guards/',
   'src/batch/',
   'src/auth/',
   'src/mcp/',
