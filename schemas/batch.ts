@@ -48,6 +48,11 @@ const Details = Type.Object({
   message: Type.Optional(Type.String()),
   blockedBy: Type.Optional(Type.String()),
   blockedByOperation: Type.Optional(Type.String()),
+  conflictKey: Type.Optional(Type.String({ description: "The call's conflict key as filled from its prepared arguments: calls with the same key never overlap." })),
+  waited: Type.Optional(Type.Object({
+    for: Type.Union([Type.Literal('slot'), Type.Literal('conflict_key')]),
+    callId: Type.Optional(Type.String({ description: 'With `conflict_key`: the call that held the key.' }))
+  }, { description: 'Why the call started after its epoch began: every slot (`maxConcurrentTools`) was taken, or a running call held its conflict key.' })),
   tool: Type.Optional(Type.String()),
   httpStatus: Type.Optional(Type.Integer()),
   cause: Type.Optional(Type.String()),
@@ -89,6 +94,8 @@ export const BatchEvent = Type.Object({
   action: Type.Optional(Type.String()),
   kind: Type.Optional(Type.String({ description: 'tool.repeat_detected: exact, cycle, errors or no_progress' })),
   count: Type.Optional(Type.Integer()),
+  progress: Type.Optional(Type.Number({ description: "call.progress: the executor's progress so far (an MCP server's notifications/progress)" })),
+  total: Type.Optional(Type.Number({ description: 'call.progress: the total, when the executor knows one' })),
   reason: Type.Optional(Type.String()),
   size: Type.Optional(Type.Integer())
 })

@@ -11,6 +11,7 @@ import { ownedRun } from '../runs/transitions.js'
 import type { RunRecord } from '../model/run.js'
 import type { Store } from '../store/types.js'
 import type { ToolLookup } from '../model/tool.js'
+import { type ApprovalContext, batchCalls } from './context.js'
 import { awaitingResponse } from './hold.js'
 import { type Decider, isPending, type StoredOutcome, type WaitingBatch } from '../model/waiting.js'
 import type { DecisionInput, PendingApproval } from './types.js'
@@ -31,8 +32,8 @@ export interface ApprovalServiceOptions {
   sweepIntervalMs: number
 }
 
-/** One call waiting for a decision, in the inbox of every run of a tenant. */
-export interface InboxEntry extends PendingApproval { runId: string, batchId: string }
+/** One call waiting for a decision, in the inbox of every run of a tenant; `context` for the person deciding (src/approvals/context.ts). */
+export interface InboxEntry extends PendingApproval { runId: string, batchId: string, context?: ApprovalContext }
 
 /** What the decisions route answers: 202 with what remains, or 200 with the batch's completed answer. */
 export interface DecisionAnswer { status: 200 | 202, body: string }
@@ -79,7 +80,10 @@ export class ApprovalService {
       const w = run.waiting
       // A run past its timeoutMs is over, though no sweep has settled its batch yet.
       if (run.tenant !== tenant || w == null || w.phase !== 'awaiting' || deadlinePassed(run, now)) continue
-      for (const p of pendingApprovals(w, run.uncertain)) out.push({ runId: run.runId, batchId: w.batchId, ...p })
+      const calls = batchCalls(w)
+      for (const p of pendingApprovals(w, run.uncertain)) {
+        out.push({ runId: run.runId, batchId: w.batchId, ...p, context: { batch: calls.filter((c) => c.callId !== p.callId) } })
+      }
     }
     return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt))
   }

@@ -24,6 +24,10 @@ export interface CallDetails {
   reason?: string
   message?: string
   blockedBy?: string
+  /** The call's conflict key as resolved from its prepared arguments (SPEC section 5); never logged. */
+  conflictKey?: string
+  /** Why the call started after its epoch did: a free slot, or the call holding its conflict key. */
+  waited?: { readonly for: 'slot' } | { readonly for: 'conflict_key', readonly callId: string }
   /** The operation id of the unresolved uncertain write a call was blocked by (SPEC section 14). */
   blockedByOperation?: string
   /** The canonical tool name when the model used an alias. */
@@ -41,7 +45,7 @@ export interface CallDetails {
 /** An event as the host sees it (SPEC section 8); never arguments. */
 export interface BatchEvent {
   seq: number
-  type: 'batch.started' | 'epoch.started' | 'call.started' | 'call.completed' | 'epoch.settled' | 'tool.repeat_detected' | 'run.terminated' | 'batch.completed'
+  type: 'batch.started' | 'epoch.started' | 'call.started' | 'call.progress' | 'call.completed' | 'epoch.settled' | 'tool.repeat_detected' | 'run.terminated' | 'batch.completed'
     | 'batch.awaiting_approval' | 'call.awaiting_approval' | 'call.approved' | 'call.denied'
   at: string
   callId?: string
@@ -53,6 +57,9 @@ export interface BatchEvent {
   /** tool.repeat_detected: which detector. */
   kind?: string
   count?: number
+  /** call.progress: the executor's progress so far, and its total when it knows one (never its message). */
+  progress?: number
+  total?: number
   reason?: string
   size?: number
 }

@@ -71,6 +71,11 @@ class Execution implements RunnerHooks {
       onAnswer: (call, answer) => {
         const failure = executorFailureOf(answer, call.tool.action !== null)
         if (failure !== null) this.#failures[call.index] = failure
+      },
+      // An MCP server's progress: the `call.progress` event (lifecycle audience), its numbers only.
+      onProgress: (call, update) => {
+        const info = this.#started.find((i) => i !== undefined && i.callId === call.id)
+        if (info !== undefined) this.#rt.recorder.callProgress(info, update)
       }
     }
     this.#identity = { runId: state.runId, tenant: state.tenant, createdAt: state.createdAt }
@@ -168,6 +173,7 @@ class Execution implements RunnerHooks {
       details.epoch = s.epoch
       details.durationMs = round(s.durationMs)
       details.startedAt = START_TIMES.at(s.startedAt)
+      if (s.waited !== undefined) details.waited = s.waited
       result = callResult(call, value.status, value.content, details, value.isError)
       if (value.status === 'projection_failed') {
         state.closed = true
@@ -183,6 +189,8 @@ class Execution implements RunnerHooks {
       const signal = this.#rt.controller
       result = cancelledResult(call, state.closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
     }
+    // For the host: which resource the call was kept apart on (derived from arguments: never logged).
+    if (c.conflictKey !== null) result.details.conflictKey = c.conflictKey
     state.results[c.index] = result
     const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
     this.#rt.observer.callSettled({
