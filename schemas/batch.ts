@@ -48,6 +48,7 @@ const Details = Type.Object({
   message: Type.Optional(Type.String()),
   blockedBy: Type.Optional(Type.String()),
   blockedByOperation: Type.Optional(Type.String()),
+  blockedByRun: Type.Optional(Type.String()),
   tool: Type.Optional(Type.String()),
   httpStatus: Type.Optional(Type.Integer()),
   cause: Type.Optional(Type.String()),

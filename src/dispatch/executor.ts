@@ -52,6 +52,8 @@ export interface DispatchContext {
 export interface ExecutorCall {
   readonly id: string
   readonly arguments: Record<string, unknown>
+  /** The fencing token of the call's tenant-scoped conflict key (SPEC section 17): `Toolgate-Fencing-Token`. */
+  readonly fencingToken?: string
   readonly tool: {
     readonly name: string
     readonly executor: { readonly url: string, readonly timeoutMs: number, readonly via?: Executor }

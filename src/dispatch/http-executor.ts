@@ -25,7 +25,8 @@ export class HttpExecutor implements Executor {
       timeoutMs,
       body: executorBody(ctx.bodyPrefix, call, operationId, DEADLINES.at(Date.now() + timeoutMs), argumentsJson),
       idempotencyKey: operationId,
-      trace
+      trace,
+      fencingToken: call.fencingToken
     })
   }
 }

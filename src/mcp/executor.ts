@@ -38,6 +38,7 @@ export class McpToolExecutor implements Executor {
     const elicitations = this.#elicitations
     const hooks: CallHooks = {
       relay,
+      fencingToken: call.fencingToken,
       elicit: elicitations === undefined
         ? undefined
         : (question, signal) => elicitations.ask({ runId: ctx.runId, batchId: ctx.batchId, callId: call.id, tool: call.tool.name, arguments: call.arguments }, question, relay, signal)

@@ -14,6 +14,10 @@ export interface Uncertainty {
   tool: string
   /** An action tool's: its receipt is `uncertain` too and is settled on resolution. */
   action: boolean
+  /** Its conflict key is tenant-scoped (SPEC section 17): it blocks later writes with the key from every run of the tenant. */
+  tenantKey?: true
+  /** Why its outcome is unknown (the call's cause: `timeout`, `replica_lost`…), when known. */
+  cause?: string
   /** Epoch ms at which it was recorded (its batch finished). */
   since: number
 }

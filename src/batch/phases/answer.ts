@@ -52,7 +52,7 @@ export async function answer (state: BatchState, rt: BatchRuntime, prepared: Pre
   const ending: TerminationReason | null = closed ? 'projection_failed' : state.loopStop ?? (reason === 'timeout' ? 'timeout' : null)
   const held = state.admitted?.held ?? []
   const change = batchChange(state.batchId, results, state.dispatched, state.operations, held, prepared.fingerprints, rt.deps.clock.now())
-  await rt.deps.uncertain?.noteAdded(state.runId, change)
+  await rt.deps.uncertain?.noteAdded(state.runId, change, state.tenant)
   const { observer, recorder } = rt
   let closing: Closing | undefined
   let responseJson = ''
@@ -82,7 +82,7 @@ export async function answer (state: BatchState, rt: BatchRuntime, prepared: Pre
   observer.batchCompleted(outcome, wallMs)
   // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
   if (!stored) responseJson = (await store.getBatch(state.runId, state.batchId))?.responseJson ?? responseJson
-  if (left.uncertain !== undefined) rt.deps.uncertain?.afterBatch(state.runId, change, left.uncertain, blockers(held))
+  if (left.uncertain !== undefined) rt.deps.uncertain?.afterBatch(state.runId, change, left.uncertain, blockers(held), state.tenant)
   return {
     body: responseJson,
     replayed: false,
