@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import fc from 'fast-check'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildTestApp, post, startExecutor, tool } from '../helper.js'
 import { REDIS_URL, deleteByPrefix, redisUnavailable } from '../store/harness.js'
 
@@ -46,7 +46,7 @@ async function replicas (t: Tap, count: number, store: string | undefined): Prom
   return { apps, seen }
 }
 
-type Tap = Parameters<typeof buildTestApp>[0]
+type Tap = Test
 
 /** One run's script: its batches, each a list of calls (tool, key, executor time). */
 const schedule = fc.array(
