@@ -3,6 +3,9 @@ import { Type } from '@sinclair/typebox'
 import type { Decider } from '../src/model/waiting.js'
 import { principalOf } from '../src/http/auth.js'
 import type { Services } from '../src/services.js'
+import type { InboxEntry } from '../src/approvals/service.js'
+import type { PendingElicitation } from '../src/approvals/elicitations.js'
+import { type ApprovalContext, type RecentCall, recentCalls } from '../src/approvals/context.js'
 import { ApprovalInbox, DecisionsBody, ElicitationsAnswered } from '../schemas/approval.js'
 import { BatchParams } from '../schemas/listing.js'
 import { problems } from '../schemas/common.js'
@@ -10,6 +13,8 @@ import { answer } from '../schemas/responses.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const deciders = { roles: ['orchestrator', 'approver'] as const }
+/** The most runs whose latest calls one inbox answer reads (each costs a read of a batch answer or two). */
+const INBOX_RECENT_RUNS = 50
 
 /** A person approves, edits or denies held calls (SPEC section 13). */
 export const approvalRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -27,8 +32,20 @@ export const approvalRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
   }, async (req) => {
     const { tenant } = principalOf(req)
     // A server's questions during running calls (SPEC section 18) beside the held calls, oldest first.
-    const all = [...await approvals.inbox(tenant), ...services.elicitations.pending(tenant)]
-    return { approvals: all.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt)) }
+    const all: Array<InboxEntry | PendingElicitation> = [...await approvals.inbox(tenant), ...services.elicitations.pending(tenant)]
+    // For the person deciding: what the tool is and what the run did just before (a run's latest batches read once).
+    const recent = new Map<string, Promise<RecentCall[]>>()
+    const withContext = await Promise.all(all.map(async (entry) => {
+      if (!recent.has(entry.runId)) recent.set(entry.runId, recent.size < INBOX_RECENT_RUNS ? recentCalls(services.store, entry.runId) : Promise.resolve([]))
+      const description = services.tools.get(entry.tool)?.description
+      const context: ApprovalContext = {
+        ...(description === undefined ? {} : { description }),
+        batch: ('context' in entry ? entry.context?.batch : undefined) ?? [],
+        recent: (await recent.get(entry.runId)) ?? []
+      }
+      return { ...entry, context }
+    }))
+    return { approvals: withContext.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt)) }
   })
 
   app.post('/v1/runs/:runId/batches/:batchId/approvals', {

@@ -41,12 +41,13 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
   })
 
   app.get('/v1/runs/:runId', {
-    config: orchestrator,
+    // An operator reads it too (the page's runs list for operators); nothing in it is an argument.
+    config: { roles: ['orchestrator', 'operator'] as const },
     schema: {
       tags: ['runs'],
       operationId: 'getRun',
       summary: 'Read a run',
-      description: 'The run as it stands: state, effective options, counters. A run past its `timeoutMs` is terminated on this read.',
+      description: 'The run as it stands: state, effective options, counters. A run past its `timeoutMs` is terminated on this read. Orchestrator or operator role.',
       params: RunIdParams,
       response: { 200: answer(RunRef, 'The run.', RUN_EXAMPLE), ...problems('run_not_found') }
     }

@@ -49,6 +49,11 @@ const Details = Type.Object({
   blockedBy: Type.Optional(Type.String()),
   blockedByOperation: Type.Optional(Type.String()),
   blockedByRun: Type.Optional(Type.String()),
+  conflictKey: Type.Optional(Type.String({ description: "The call's conflict key as filled from its prepared arguments: calls with the same key never overlap." })),
+  waited: Type.Optional(Type.Object({
+    for: Type.Union([Type.Literal('slot'), Type.Literal('conflict_key')]),
+    callId: Type.Optional(Type.String({ description: 'With `conflict_key`: the call that held the key.' }))
+  }, { description: 'Why the call started after its epoch began: every slot (`maxConcurrentTools`) was taken, or a running call held its conflict key.' })),
   tool: Type.Optional(Type.String()),
   httpStatus: Type.Optional(Type.Integer()),
   cause: Type.Optional(Type.String()),

@@ -14,6 +14,7 @@ export const RUN_EXAMPLE = {
   metadata: {},
   counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
   createdAt: '2026-11-30T09:42:40.339Z',
+  lastActiveAt: '2026-11-30T09:42:40.339Z',
   expiresAt: '2026-11-30T10:42:40.339Z'
 }
 

@@ -7,7 +7,8 @@ export const MAX_PAGE = 500
 
 export const RunListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 50, description: 'Most runs in the page.' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'The `next` of the previous page.' }))
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'The `next` of the previous page.' })),
+  state: Type.Optional(Type.Union(['active', 'terminated', 'cancelled', 'ended'].map((s) => Type.Literal(s)), { description: 'Only runs in this state.' }))
 }, { additionalProperties: false })
 export type RunListQuery = Static<typeof RunListQuery>
 

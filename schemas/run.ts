@@ -65,6 +65,7 @@ export const Run = Type.Object({
   metadata: Type.Record(Type.String(), Type.String()),
   counters: Counters,
   createdAt: Type.String({ format: 'date-time' }),
+  lastActiveAt: Type.String({ format: 'date-time', description: 'When the run was last changed: created, a batch, a decision, a message, cancelled or ended.' }),
   expiresAt: Type.String({ format: 'date-time' })
 }, { $id: 'Run' })
 

@@ -1,3 +1,5 @@
+import { resetGuards } from './guards/index.js'
+import type { Guard } from './guards/types.js'
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { KeyRing } from './auth/keys.js'
@@ -76,6 +78,8 @@ export interface ServiceOverrides {
   clock?: Clock
   /** How often this replica sweeps for expired approvals; 0 leaves it to `approvals.sweep()`. @default 1000 */
   approvalSweepMs?: number
+  /** Run-level rules after the registered ones (src/guards/): a test's probe of the guard seam. */
+  moreGuards?: readonly Guard[]
 }
 
 /** How often each replica looks for approvals past their time: a call expires at most this late. */
@@ -143,6 +147,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
     keys: tenantKeys,
+    ...(overrides.moreGuards === undefined ? {} : { moreGuards: overrides.moreGuards }),
     approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, maxWaitingPerTenant: config.maxWaitingBatchesPerTenant }
   })
   const approvals = new ApprovalService({
@@ -164,6 +169,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     loopDefaults: config,
     onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout'),
     onCancelledWaiting: (runId) => approvals.settleCancelled(runId),
+    reset: (run, cause) => { resetGuards(engine.guards, run, cause) },
     logger,
     clock
   })

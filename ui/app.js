@@ -4,6 +4,10 @@ import { badge, h, time } from './dom.js'
 import { STATUSES, render } from './timeline.js'
 import { inbox } from './approvals.js'
 import { uncertainPanel } from './uncertain.js'
+import { serversView } from './servers.js'
+
+/** The states a run can be in, for the runs list's filter. */
+const RUN_STATES = ['active', 'terminated', 'cancelled', 'ended']
 
 /** How often a batch that is not finished is asked again while it is shown. */
 const LIVE_MS = 2000
@@ -23,9 +27,9 @@ signIn.addEventListener('submit', async (event) => {
     try {
       await api('/v1/runs?limit=1')
     } catch (err) {
-      // An approver may not read runs, only the inbox; an operator reads the summary and resolves uncertain writes.
+      // An approver may not read runs, only the inbox; an admin only the tool servers.
       if (!(err instanceof ApiError && err.status === 403)) throw err
-      target = await firstAllowed([['/v1/approvals', '#/approvals'], ['/v1/summary', '#/summary']])
+      target = await firstAllowed([['/v1/approvals', '#/approvals'], ['/v1/summary', '#/summary'], ['/v1/mcp-servers', '#/servers']])
     }
     document.getElementById('sign-in-error').textContent = ''
     // A new hash renders through hashchange; rendering here as well would draw the view twice.
@@ -35,7 +39,7 @@ signIn.addEventListener('submit', async (event) => {
     session.key = null
     document.getElementById('sign-in-error').textContent = err instanceof ApiError && err.status === 401
       ? 'That key is not valid.'
-      : err instanceof ApiError && err.status === 403 ? 'That key lacks the orchestrator, approver and operator roles.' : `Sign-in failed: ${err.message}`
+      : err instanceof ApiError && err.status === 403 ? 'That key lacks the orchestrator, approver, operator and admin roles.' : `Sign-in failed: ${err.message}`
   }
 })
 
@@ -71,15 +75,17 @@ async function show () {
   liveTimer = null
   view.replaceChildren()
   if (!signedIn) return
-  const path = location.hash.replace(/^#/, '') || '/'
+  const [path, search = ''] = (location.hash.replace(/^#/, '') || '/').split('?')
+  const query = new window.URLSearchParams(search)
   const parts = path.split('/').filter(Boolean).map(decodePart)
   view.setAttribute('aria-busy', 'true')
   try {
     // A malformed % escape (a hand-edited or cut link) names no page; it must not blank this one.
     if (parts.includes(null)) view.append(h('p', { class: 'error', role: 'alert' }, 'No such page.'))
-    else if (parts.length === 0) await runsView()
+    else if (parts.length === 0) await runsView(query.get('state'))
     else if (parts[0] === 'approvals') await inbox(view)
     else if (parts[0] === 'summary') await summaryView()
+    else if (parts[0] === 'servers' && parts.length === 1) await serversView(view, show)
     else if (parts[0] === 'runs' && parts[2] === 'uncertain' && parts.length === 3) view.append(await uncertainPanel(parts[1], show))
     else if (parts[0] === 'runs' && parts.length === 2) await runView(parts[1])
     else if (parts[0] === 'runs' && parts[2] === 'batches' && parts.length === 4) await batchView(parts[1], parts[3])
@@ -104,31 +110,46 @@ function decodePart (part) {
   }
 }
 
-async function runsView (cursor) {
+async function runsView (state) {
+  const filter = RUN_STATES.includes(state) ? state : null
+  const select = h('select', { id: 'state-filter' }, h('option', { value: '' }, 'every state'), RUN_STATES.map((s) => h('option', { value: s, selected: s === filter }, s)))
+  select.onchange = () => { location.hash = select.value === '' ? '#/' : `#/?state=${enc(select.value)}` }
   const body = h('tbody')
   const table = h('table', { class: 'runs' },
-    h('thead', {}, h('tr', {}, ['run', 'state', 'turns', 'tool calls', 'tokens', 'created', 'expires'].map((c) => h('th', {}, c)))),
+    h('caption', {}, filter === null ? 'The tenant\'s runs, most recently active first' : `The tenant's ${filter} runs, most recently active first`),
+    h('thead', {}, h('tr', {}, ['run', 'state', 'turns', 'tool calls', 'tokens', 'last activity', 'created', 'expires'].map((c) => h('th', { scope: 'col' }, c)))),
     body)
-  view.append(h('h1', {}, 'Runs'), table)
+  view.append(h('h1', {}, 'Runs'), h('div', { class: 'filters' }, h('label', { for: 'state-filter' }, 'State '), select), table)
   const more = h('button', { type: 'button', class: 'more', hidden: true }, 'More runs')
   view.append(more)
   const load = async (after) => {
-    const { data } = await api(`/v1/runs?limit=50${after ? `&cursor=${enc(after)}` : ''}`)
+    const { data } = await api(`/v1/runs?limit=50${filter === null ? '' : `&state=${enc(filter)}`}${after ? `&cursor=${enc(after)}` : ''}`)
     for (const run of data.runs) {
-      body.append(h('tr', { 'data-run': run.runId },
+      body.append(h('tr', { 'data-run': run.runId, 'data-state': run.state },
         h('td', {}, h('a', { href: `#/runs/${enc(run.runId)}` }, run.runId)),
         h('td', {}, badge(run.state, run.terminationReason ? `${run.state}: ${run.terminationReason}` : run.state)),
         h('td', { class: 'num' }, run.counters.turns),
         h('td', { class: 'num' }, run.counters.toolCalls),
         h('td', { class: 'num' }, run.counters.totalTokens),
+        h('td', { class: 'last-active' }, run.lastActiveAt ? h('time', { datetime: run.lastActiveAt, title: time(run.lastActiveAt) }, ago(run.lastActiveAt)) : ''),
         h('td', {}, time(run.createdAt)),
         h('td', {}, time(run.expiresAt))))
     }
-    if (body.children.length === 0) body.append(h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No runs yet.')))
+    if (body.children.length === 0 && data.next === null) body.append(h('tr', {}, h('td', { colspan: 8, class: 'empty' }, filter === null ? 'No runs yet.' : `No ${filter} runs.`)))
     more.hidden = data.next === null
     more.onclick = () => load(data.next).catch((err) => view.append(h('p', { class: 'error' }, err.message)))
   }
-  await load(cursor)
+  await load()
+}
+
+/** How long ago, in words a person reads at a glance. */
+function ago (iso) {
+  const ms = Date.now() - Date.parse(iso)
+  if (!(ms >= 0)) return time(iso)
+  if (ms < 60_000) return `${Math.max(0, Math.round(ms / 1000))} s ago`
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min ago`
+  if (ms < 86_400_000) return `${Math.round(ms / 3_600_000)} h ago`
+  return time(iso)
 }
 
 async function runView (runId) {
@@ -196,8 +217,10 @@ async function batchView (runId, batchId) {
     for (const w of data?.uncertain ?? []) earlier.set(w.operationId, w)
   }
   const waitedSince = new Map((answer.events ?? []).filter((e) => e.type === 'call.awaiting_approval').map((e) => [e.callId, e.at]))
+  const epochs = answer.results.map((r) => r.details?.epoch).filter((e) => typeof e === 'number')
+  const firstEpoch = epochs.length === 0 ? 0 : Math.min(...epochs)
   view.append(h('table', { class: 'calls' },
-    h('thead', {}, h('tr', {}, ['#', 'call', 'tool', 'status', 'epoch', 'started', 'duration', 'why', 'decision'].map((c) => h('th', {}, c)))),
+    h('thead', {}, h('tr', {}, ['#', 'call', 'tool', 'status', 'epoch', 'started', 'duration', 'conflict key', 'waited for', 'why', 'decision'].map((c) => h('th', {}, c)))),
     h('tbody', {}, answer.results.map((r, i) => {
       const d = r.details ?? {}
       const why = [d.reason, d.cause, d.httpStatus ? `HTTP ${d.httpStatus}` : null].filter(Boolean).join(', ')
@@ -205,9 +228,37 @@ async function batchView (runId, batchId) {
         h('td', { class: 'num' }, i + 1), h('td', {}, r.callId), h('td', {}, r.name), h('td', {}, badge(r.status)),
         h('td', { class: 'num' }, d.epoch ?? ''), h('td', {}, d.startedAt ? clock(d.startedAt) : ''),
         h('td', { class: 'num' }, typeof d.durationMs === 'number' ? `${d.durationMs} ms` : ''),
-        h('td', {}, why, d.blockedBy ? [why === '' ? '' : ', ', blockedByLink(runId, d, here, earlier)] : ''),
+        h('td', { class: 'key' }, d.conflictKey ? h('code', {}, d.conflictKey) : ''),
+        h('td', { class: 'waited' }, waitedFor(runId, r, firstEpoch, here, earlier)),
+        h('td', {}, why),
         h('td', { class: 'decision' }, decision(d.approval, waitedSince.get(r.callId))))
     }))))
+}
+
+/**
+ * Why a call did not start at once, from its result's details: a person's
+ * decision, the epoch before its own (epochs run one after another), the call
+ * holding its conflict key, every slot taken, or (never ran) an uncertain
+ * write it was blocked by.
+ */
+function waitedFor (runId, r, firstEpoch, here, earlier) {
+  const d = r.details ?? {}
+  const out = []
+  const add = (...parts) => out.push(h('span', { class: 'wait' }, ...parts))
+  if (d.approval !== undefined) add('a decision (approval)')
+  if (typeof d.epoch === 'number' && d.epoch > firstEpoch) add(`epoch ${d.epoch - 1} to settle`)
+  if (d.waited?.for === 'conflict_key') add('key held by ', rowLink(d.waited.callId, here))
+  else if (d.waited?.for === 'slot') add('a free slot (maxConcurrentTools)')
+  else if (d.waited !== undefined) add(String(d.waited.for))
+  if (d.reason === 'conflict_key_busy') add('key held by another run')
+  if (d.blockedBy) add('never ran: ', blockedByLink(runId, d, here, earlier))
+  return out
+}
+
+/** A link to the row of a call of this batch. */
+function rowLink (callId, here) {
+  if (!here.has(callId)) return callId
+  return h('a', { class: 'row-link', href: `#${location.hash.replace(/^#/, '')}`, onclick: (e) => { e.preventDefault(); view.querySelector(`tr[data-call="${window.CSS.escape(callId)}"]`)?.scrollIntoView() } }, callId)
 }
 
 /** The calls a waiting batch holds for a decision. */
@@ -220,7 +271,7 @@ function heldTable (answer) {
 
 /** "blocked by c1", linked to the blocker's row here or to the earlier batch that sent it. */
 function blockedByLink (runId, d, here, earlier) {
-  if (here.has(d.blockedBy)) return h('a', { href: `#${location.hash.replace(/^#/, '')}`, onclick: (e) => { e.preventDefault(); view.querySelector(`tr[data-call="${window.CSS.escape(d.blockedBy)}"]`)?.scrollIntoView() } }, `blocked by ${d.blockedBy}`)
+  if (here.has(d.blockedBy)) return ['blocked by ', rowLink(d.blockedBy, here), ' (uncertain write)']
   const w = earlier.get(d.blockedByOperation)
   if (w === undefined) return `blocked by ${d.blockedBy} (an earlier turn)`
   return h('a', { class: 'blocked-by', href: `#/runs/${enc(runId)}/batches/${enc(w.batchId)}` }, `blocked by ${d.blockedBy} (batch ${w.batchId})`)

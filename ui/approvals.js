@@ -1,7 +1,7 @@
 // The approvals inbox: every call of the tenant waiting for a person's decision.
 // The only place the page shows arguments: the approver decides on them.
 import { ApiError, api, enc } from './api.js'
-import { h, time } from './dom.js'
+import { badge, h, time } from './dom.js'
 
 export async function inbox (view) {
   view.append(h('h1', {}, 'Approvals'))
@@ -51,9 +51,29 @@ function card (item) {
   buttons.push(approve, deny)
   const node = h('article', { class: 'approval', 'data-run': item.runId, 'data-batch': item.batchId, 'data-call': item.callId },
     h('h2', {}, `${item.tool} `, h('span', { class: 'muted' }, `${item.callId} · run ${item.runId} · batch ${item.batchId}`)),
+    item.context?.description ? h('p', { class: 'description' }, item.context.description) : '',
     h('p', { class: 'muted' }, `requested ${time(item.requestedAt)}`, item.expiresAt ? `, expires ${time(item.expiresAt)}` : ''),
+    context(item),
     h('label', {}, 'Arguments (edit to approve with changes)', args),
     h('div', { class: 'actions' }, approve, reason, deny),
     outcome)
   return node
+}
+
+/** What surrounds the call: the batch's other calls and the run's latest calls before it (names and statuses only). */
+function context (item) {
+  const c = item.context
+  if (c === undefined) return ''
+  const entry = (x) => [h('span', { class: 'call-id' }, x.callId), ' ', h('span', { class: 'tool' }, x.tool), ' ', badge(x.status)]
+  return h('div', { class: 'context' },
+    h('section', { class: 'batch-calls', 'aria-label': `other calls of batch ${item.batchId}` },
+      h('h3', {}, 'The batch\'s other calls'),
+      c.batch.length === 0
+        ? h('p', { class: 'empty' }, 'None: this call is the whole batch.')
+        : h('ul', {}, c.batch.map((x) => h('li', { 'data-call': x.callId }, entry(x))))),
+    h('section', { class: 'recent-calls', 'aria-label': `recent calls of run ${item.runId}` },
+      h('h3', {}, 'The run\'s latest calls'),
+      (c.recent ?? []).length === 0
+        ? h('p', { class: 'empty' }, 'None: this is the run\'s first batch.')
+        : h('ol', {}, c.recent.map((x) => h('li', { 'data-call': x.callId }, entry(x), h('span', { class: 'muted' }, ` · turn ${x.turn}`))))))
 }

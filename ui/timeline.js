@@ -13,7 +13,7 @@ export function layout (answer) {
   const t0 = starts.length === 0 ? 0 : Math.min(...starts)
   const rows = results.map((r, index) => {
     const d = r.details ?? {}
-    const row = { index, callId: r.callId, name: r.name, status: r.status, epoch: d.epoch ?? null, reason: d.reason ?? d.cause ?? null, blockedBy: d.blockedBy ?? null, start: null, end: null, repeat: null }
+    const row = { index, callId: r.callId, name: r.name, status: r.status, epoch: d.epoch ?? null, reason: d.reason ?? d.cause ?? null, blockedBy: d.blockedBy ?? null, conflictKey: d.conflictKey ?? null, waited: d.waited ?? null, start: null, end: null, repeat: null }
     if (timed(r)) {
       row.start = Date.parse(d.startedAt) - t0
       row.end = row.start + d.durationMs
@@ -126,6 +126,8 @@ export function render (answer, { width = 990 } = {}) {
     if (row.epoch !== null) tip.push(`epoch ${row.epoch}`)
     if (row.reason !== null) tip.push(`reason ${row.reason}`)
     if (row.blockedBy !== null) tip.push(`blocked by ${row.blockedBy}`)
+    if (row.conflictKey !== null) tip.push(`conflict key ${row.conflictKey}`)
+    if (row.waited !== null) tip.push(row.waited.for === 'conflict_key' ? `waited for ${row.waited.callId} to free the key` : `waited for ${row.waited.for === 'slot' ? 'a free slot' : row.waited.for}`)
     shape.append(el('title', {}, tip.join('\n')))
     g.append(shape)
     if (row.repeat !== null) {

@@ -1,7 +1,7 @@
 /**
  * What a batch held for approvals answers while it waits (SPEC section 13):
  * the batch request's 202, a resend's, the batch resource's. The hold
- * itself is a phase of the batch (src/batch/phases/hold.ts).
+ * itself is the approvals guard (src/guards/approvals.ts), which the batch's hold phase calls.
  */
 import { type BatchEvent, type CallResult } from '../model/result.js'
 import { rejectedResult } from '../model/results.js'

@@ -19,7 +19,8 @@ function approvalDetails (d: Decision): Record<string, unknown> {
 export function recordDecisions (results: readonly CallResult[], decisions: ReadonlyArray<Decision | undefined>, stats: RunStats): void {
   const counts = stats.approvals ?? (stats.approvals = { approved: 0, denied: 0, expired: 0 })
   decisions.forEach((d, i) => {
-    if (d === undefined) return
+    // A call its caller withdrew was decided by no one: it is cancelled, with no approval to show or count.
+    if (d === undefined || d.withdrawn === true) return
     const result = results[i]
     if (result !== undefined) (result.details as Record<string, unknown>).approval = approvalDetails(d)
     if (d.expired === true) counts.expired++

@@ -11,11 +11,12 @@ import { ownedRun } from '../runs/transitions.js'
 import type { RunRecord } from '../model/run.js'
 import type { Store } from '../store/types.js'
 import type { ToolLookup } from '../model/tool.js'
+import { type ApprovalContext, batchCalls } from './context.js'
 import { awaitingResponse } from './hold.js'
 import { type Decider, isPending, type StoredOutcome, type WaitingBatch } from '../model/waiting.js'
 import type { DecisionInput, PendingApproval } from './types.js'
 import { BatchWaiters } from './waiters.js'
-import { applyDecisions, expirePending, pendingApprovals, storeOutcome } from './waiting.js'
+import { applyDecisions, expirePending, pendingApprovals, storeOutcome, withdrawPending } from './waiting.js'
 
 export interface ApprovalServiceOptions {
   store: Store
@@ -31,8 +32,8 @@ export interface ApprovalServiceOptions {
   sweepIntervalMs: number
 }
 
-/** One call waiting for a decision, in the inbox of every run of a tenant. */
-export interface InboxEntry extends PendingApproval { runId: string, batchId: string }
+/** One call waiting for a decision, in the inbox of every run of a tenant; `context` for the person deciding (src/approvals/context.ts). */
+export interface InboxEntry extends PendingApproval { runId: string, batchId: string, context?: ApprovalContext }
 
 /** What the decisions route answers: 202 with what remains, or 200 with the batch's completed answer. */
 export interface DecisionAnswer { status: 200 | 202, body: string }
@@ -79,7 +80,10 @@ export class ApprovalService {
       const w = run.waiting
       // A run past its timeoutMs is over, though no sweep has settled its batch yet.
       if (run.tenant !== tenant || w == null || w.phase !== 'awaiting' || deadlinePassed(run, now)) continue
-      for (const p of pendingApprovals(w, run.uncertain)) out.push({ runId: run.runId, batchId: w.batchId, ...p })
+      const calls = batchCalls(w)
+      for (const p of pendingApprovals(w, run.uncertain)) {
+        out.push({ runId: run.runId, batchId: w.batchId, ...p, context: { batch: calls.filter((c) => c.callId !== p.callId) } })
+      }
     }
     return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt))
   }
@@ -109,6 +113,22 @@ export class ApprovalService {
     this.#announce(runId, batchId, taken.value, taken.waiting)
     if (!taken.start) return { status: 202, body: JSON.stringify(awaitingResponse(runId, taken.waiting, taken.run)) }
     return { status: 200, body: await this.#runTaken(runId, batchId, taken) }
+  }
+
+  /**
+   * Withdraws held calls no one has decided yet, because their caller gave
+   * up on them (an MCP client's `notifications/cancelled`): they end
+   * `cancelled`, and when none is left pending the batch runs here. Answers
+   * false when none of them was pending (decided first, or gone).
+   */
+  async withdraw (tenant: string, runId: string, batchId: string, callIds: readonly string[]): Promise<boolean> {
+    await this.#run(tenant, runId)
+    const ids = new Set(callIds)
+    const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, w) => withdrawPending(w, ids, this.#clock.now()))
+    if (taken === undefined) return false
+    if (taken.value > 0) this.#options.logger.info({ runId, batchId, calls: taken.value }, 'held calls withdrawn by their caller')
+    if (taken.start) await this.#runTaken(runId, batchId, taken)
+    return taken.value > 0
   }
 
   /**

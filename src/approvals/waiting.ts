@@ -162,6 +162,22 @@ export function expirePending (w: WaitingBatch, now: number): BatchEvent[] {
   return events
 }
 
+/**
+ * Withdraws calls still pending: their caller gave up on them before anyone
+ * decided (an MCP client's `notifications/cancelled`), so they end
+ * `cancelled`. No decision event: no one decided. Answers how many it withdrew.
+ */
+export function withdrawPending (w: WaitingBatch, callIds: ReadonlySet<string>, now: number): number {
+  if (w.phase !== 'awaiting') return 0
+  let withdrawn = 0
+  w.outcomes.forEach((o, i) => {
+    if (!o.ok || !isPending(o) || !callIds.has(w.calls[i]!.id)) return
+    o.decision = { approve: false, by: null, at: now, withdrawn: true }
+    withdrawn++
+  })
+  return withdrawn
+}
+
 /** What a taken-up batch needs of its decisions, by call index. */
 export interface RestoredApprovals {
   outcomes: PreparationOutcome[]

@@ -22,14 +22,16 @@ import { type LeaseKeeper, releaseAfterFailure } from '../runs/lease.js'
 import type { RunRecord } from '../model/run.js'
 import { StopSwitch } from '../schedule/types.js'
 import { type BatchInfo, ObserverList } from '../telemetry/types.js'
-import type { BatchAnswer, EngineDeps } from './engine-types.js'
+import { openGuards } from '../guards/index.js'
+import type { GuardedBatch } from '../guards/types.js'
+import type { BatchAnswer, EngineDeps, RunDeps } from './engine-types.js'
 import { admit, settle } from './phases/admit.js'
 import { answer } from './phases/answer.js'
 import { execute } from './phases/execute.js'
 import { hold } from './phases/hold.js'
 import { notePreparation, prepare, preparedAgain } from './phases/prepare.js'
-import type { BatchRuntime } from './runtime.js'
-import { type BatchState, type Prepared, newBatchState } from './state.js'
+import { type BatchRuntime, guardView } from './runtime.js'
+import { type BatchState, type Prepared, type Ready, newBatchState } from './state.js'
 import type { BatchEvent } from '../model/result.js'
 
 /** The longest delay a Node timer honours. */
@@ -67,7 +69,7 @@ export function loadWaiting (deps: EngineDeps, run: RunRecord, w: WaitingBatch):
  * lease left it). The lease is kept while it runs, and released if a phase
  * throws (a bug must not leave the run leased forever).
  */
-export async function runBatch (deps: EngineDeps, leases: LeaseKeeper, run: RunRecord, state: BatchState, io: BatchIo): Promise<BatchAnswer> {
+export async function runBatch (deps: RunDeps, leases: LeaseKeeper, run: RunRecord, state: BatchState, io: BatchIo, ready?: Ready): Promise<BatchAnswer> {
   const t0 = performance.now()
   const controller = new StopSwitch(deps.clock)
   const recorder = new EventRecorder(state.options.events, io.onEvent)
@@ -77,14 +79,15 @@ export async function runBatch (deps: EngineDeps, leases: LeaseKeeper, run: RunR
   if (io.traceparent !== undefined) info.traceparent = io.traceparent
   if (io.tracestate !== undefined) info.tracestate = io.tracestate
   const observer = new ObserverList([recorder, deps.telemetry.observeBatch(info)])
-  const rt: BatchRuntime = { deps, controller, batchId: state.batchId, recorder, observer, startedAt: t0, onEvent: io.onEvent, loops: null }
+  const base = { deps, controller, batchId: state.batchId, recorder, observer, startedAt: t0, onEvent: io.onEvent }
+  const rt: BatchRuntime = { ...base, view: guardView(state, base) }
   leases.keep(run, rt)
   const signal = io.signal
   const onClientGone = (): void => controller.abort('client_gone')
   signal?.addEventListener('abort', onClientGone, { once: true })
   if (signal?.aborted === true) controller.abort('client_gone')
   try {
-    return await runPhases(state, rt)
+    return await runPhases(state, rt, ready)
   } catch (err) {
     observer.batchCompleted('error', performance.now() - t0)
     await releaseAfterFailure(deps.store, state.runId, state.batchId, deps.logger)
@@ -96,58 +99,77 @@ export async function runBatch (deps: EngineDeps, leases: LeaseKeeper, run: RunR
 }
 
 /** Runs the phase the state names next, and the ones after it, to the batch's answer (or the hold's 202). */
-async function runPhases (state: BatchState, rt: BatchRuntime): Promise<BatchAnswer> {
+async function runPhases (state: BatchState, rt: BatchRuntime, early: Ready | undefined): Promise<BatchAnswer> {
   // A batch loaded after approvals started when it was first sent.
   if (state.approvals === undefined) rt.recorder.emit({ type: 'batch.started', size: state.calls.length })
   const deadline = startDeadline(state, rt)
   try {
-    const starting = start(state, rt)
-    const prepared = starting instanceof Promise ? await starting : starting
+    const starting = start(state, rt, early)
+    const ready = starting instanceof Promise ? await starting : starting
     if (state.phase === 'hold') {
-      const holding = hold(state, rt, prepared)
+      const holding = hold(state, rt, ready)
       const held = holding === null ? null : await holding
       if (held !== null) return held
       state.phase = 'admit'
     }
     if (state.phase === 'admit') {
-      state.admitted = await admit(state, rt, prepared)
+      state.admitted = await admit(state, rt, ready)
       state.phase = 'settle'
     }
     if (state.phase === 'settle') {
-      settle(state, rt, prepared, state.admitted)
+      settle(state, rt, ready, state.admitted)
       state.phase = 'execute'
     }
     if (state.phase === 'execute') {
-      const executing = execute(state, rt, prepared)
+      const executing = execute(state, rt, ready)
       if (executing !== undefined) await executing
       state.phase = 'answer'
     }
-    return await answer(state, rt, prepared)
+    return await answer(state, rt, ready)
   } finally {
     if (deadline !== null) rt.deps.clock.clearTimeout(deadline)
   }
 }
 
 /**
- * The start step: the batch's prepared calls. A batch that names a later
- * phase than `prepare` has them already: the engine's fast path prepared it
- * before its lease (and, unless it may be held, admitted it in the lease's
- * own step: it starts at `settle`), or it was prepared when first sent,
- * before it waited for approvals (it starts at `admit`). Any other batch is
- * prepared now. Answers a promise only when it prepares.
+ * The start step: the batch ready for its phases, its calls prepared and
+ * its guards opened. A batch that names a later phase than `prepare` has
+ * its calls prepared already: the engine's fast path prepared it before its
+ * lease (and opened its guards, and, unless a guard may hold it, admitted
+ * it in the lease's own step: it starts at `settle`), or it was prepared
+ * when first sent, before it waited for approvals (it starts at `admit`).
+ * Any other batch is prepared now. Answers a promise only when it prepares.
  */
-function start (state: BatchState, rt: BatchRuntime): Prepared | Promise<Prepared> {
-  const early = state.prepared
-  if (state.phase !== 'prepare' && early !== undefined) {
+function start (state: BatchState, rt: BatchRuntime, early: Ready | undefined): Ready | Promise<Ready> {
+  const prepared = state.prepared
+  if (state.phase !== 'prepare' && prepared !== undefined) {
     // The fast path's preparation is reported as the prepare phase reports its own.
-    if (state.approvals === undefined) notePreparation(early, rt)
-    return early
+    if (state.approvals === undefined) notePreparation(prepared, rt)
+    return early ?? readyFor(rt.deps, state, prepared)
   }
-  return prepare(state, rt).then((prepared) => {
-    state.prepared = prepared
+  return prepare(state, rt).then((p) => {
+    state.prepared = p
     state.phase = 'hold'
-    return prepared
+    return readyFor(rt.deps, state, p)
   })
+}
+
+/** The batch as its guards see it, and their parts in it. */
+export function readyFor (deps: RunDeps, state: Pick<BatchState, 'runId' | 'tenant' | 'batchId' | 'turn' | 'identified' | 'scopes' | 'format' | 'calls' | 'approvals'>, prepared: Prepared): Ready {
+  const batch: GuardedBatch = {
+    runId: state.runId,
+    tenant: state.tenant,
+    batchId: state.batchId,
+    turn: state.turn,
+    requestHash: state.identified.requestHash,
+    scopes: state.scopes,
+    format: state.format,
+    calls: state.calls,
+    outcomes: prepared.outcomes,
+    fingerprints: prepared.fingerprints,
+    decisions: state.approvals?.decisions
+  }
+  return { prepared, batch, guards: openGuards(deps.guards, batch) }
 }
 
 /**

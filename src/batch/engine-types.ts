@@ -7,6 +7,7 @@ import type { ApprovalSettings } from '../approvals/types.js'
 import type { Clock } from '../clock.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { LineFields } from '../logger.js'
+import type { Guard } from '../guards/types.js'
 import type { ExternalAuthorizer } from '../prepare/authorize.js'
 import type { RawCall } from '../model/call.js'
 import type { RunStats } from '../model/run.js'
@@ -45,6 +46,15 @@ export interface EngineDeps {
   keys?: TenantKeyGate
   /** Batches with a call of a tool that requires approval wait for decisions (src/approvals); unset, nothing is held. */
   approvals?: ApprovalSettings
+  /** The run-level rules, in the order their hooks run; unset, the registered ones (src/guards/index.ts). */
+  guards?: readonly Guard[]
+  /** Rules run after those (a test's probe). */
+  moreGuards?: readonly Guard[]
+}
+
+/** What the coordinator and the phases are handed: the engine's dependencies, its guards settled. */
+export interface RunDeps extends EngineDeps {
+  guards: readonly Guard[]
 }
 
 /** A batch as its request brings it. */

@@ -7,13 +7,15 @@ import { LeaseKeeper, leased, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../model/run.js'
 import type { BatchIdEntry } from '../store/types.js'
-import { loadWaiting, runBatch } from './coordinator.js'
-import type { BatchAnswer, BatchRequest, EngineDeps } from './engine-types.js'
+import { registerGuards } from '../guards/index.js'
+import type { Guard } from '../guards/types.js'
+import { loadWaiting, readyFor, runBatch } from './coordinator.js'
+import type { BatchAnswer, BatchRequest, EngineDeps, RunDeps } from './engine-types.js'
 import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
 import { admitInto } from './phases/admit.js'
 import { mayHold } from './phases/hold.js'
 import { preparableFirst, prepareCalls, sameTools } from './phases/prepare.js'
-import { type Admitted, newBatchState } from './state.js'
+import { type Admitted, type Ready, newBatchState } from './state.js'
 import type { BatchEvent } from '../model/result.js'
 
 /** What the step that starts a batch found: it started (the lease taken), or why not. */
@@ -39,7 +41,7 @@ export interface TakenUp<T> { value: T, start: boolean, waiting: WaitingBatch, r
  * run when it is taken up. One instance per process.
  */
 export class BatchEngine {
-  readonly #deps: EngineDeps
+  readonly #deps: RunDeps
   /** The batches running here, under their runs' leases. */
   readonly #leases: LeaseKeeper
   readonly #unsubscribe: () => void
@@ -47,7 +49,8 @@ export class BatchEngine {
   readonly #allowedTools = new Map<string, readonly string[]>()
 
   constructor (deps: EngineDeps) {
-    this.#deps = deps
+    const guards = deps.guards ?? registerGuards({ settings: deps.approvals, store: deps.store, clock: deps.clock, replicaId: deps.replicaId, uncertain: deps.uncertain })
+    this.#deps = { ...deps, guards: deps.moreGuards === undefined ? guards : [...guards, ...deps.moreGuards] }
     this.#leases = new LeaseKeeper(deps.store, deps)
     // A cancel published on any replica (this one included) reaches the batch wherever it runs.
     this.#unsubscribe = deps.store.onCancel((runId, reason) => { this.cancel(runId, reason) })
@@ -57,6 +60,11 @@ export class BatchEngine {
   close (): void {
     this.#unsubscribe()
     this.#leases.close()
+  }
+
+  /** The run-level rules its batches run under, in registration order (the run service resets them on a message). */
+  get guards (): readonly Guard[] {
+    return this.#deps.guards
   }
 
   /** Batches running in this process. */
@@ -81,6 +89,9 @@ export class BatchEngine {
     // Prepared before the lease when it may be, so that admission goes in the lease's own step.
     const allowed = this.#allowedTools.get(req.runId) ?? null
     const prepared = preparableFirst(this.#deps, req.calls, this.#deps.tools) ? await prepareCalls(this.#deps, req, calls, allowed) : undefined
+    // Its guards opened before the lease too (the turn is the lease's step's: set once it is known).
+    const early: Ready | undefined = prepared === undefined ? undefined : readyFor(this.#deps, { ...req, turn: 0, identified: calls }, prepared)
+    const holds = early !== undefined && mayHold(early.guards, early.prepared.outcomes.length)
     let preparedFits = false
     let admitted: Admitted | undefined
     let tools: readonly string[] | null = null
@@ -90,10 +101,10 @@ export class BatchEngine {
       const start = this.#start(run, entry, req, requestHash, tokens)
       tools = run.options.tools
       // Prepared for another tool list than the run's (a run created again under its id): prepared again after.
-      if (start.kind !== 'started' || prepared === undefined || !sameTools(tools, allowed)) return start
+      if (start.kind !== 'started' || early === undefined || !sameTools(tools, allowed)) return start
       preparedFits = true
-      // A batch with a call to approve is held before admission (the hold phase).
-      if (!mayHold(this.#deps, prepared.outcomes)) admitted = admitInto(run, req.batchId, prepared)
+      // A batch a guard may hold is held before admission (the hold phase).
+      if (!holds) admitted = admitInto(run, early.batch, early.guards)
       return start
     })
     this.#noteTools(req.runId, stepped.found ? tools : null)
@@ -115,13 +126,15 @@ export class BatchEngine {
       case 'started': {
         const state = newBatchState(req, start.run, start.turn, calls)
         // The fast path: prepared before the lease, and admitted in its step unless it may be held; the batch starts after those phases.
-        if (preparedFits && prepared !== undefined) {
-          state.prepared = prepared
+        if (preparedFits && early !== undefined) {
+          early.batch.turn = start.turn
+          state.prepared = early.prepared
           state.phase = 'hold'
           if (admitted !== undefined) {
             state.admitted = admitted
             state.phase = 'settle'
           }
+          return await runBatch(this.#deps, this.#leases, start.run, state, req, early)
         }
         return await runBatch(this.#deps, this.#leases, start.run, state, req)
       }

@@ -1,21 +1,21 @@
 /**
  * What a started batch has only while it runs in this process, beside its
  * `BatchState`: the engine's dependencies, its stop switch (under the run's
- * lease), the host's events and every observer, and the detectors that read
- * results. The phases take both; a batch loaded on another replica gets a
- * runtime of its own there.
+ * lease), the host's events and every observer, and the batch as its
+ * guards see it. The phases take both; a batch loaded on another replica
+ * gets a runtime of its own there.
  */
 import type { EventRecorder } from '../events/recorder.js'
+import type { BatchGuard, GuardRuntime } from '../guards/types.js'
 import type { RunningBatch } from '../runs/lease.js'
 import type { ObserverList } from '../telemetry/types.js'
 import type { BatchState } from './state.js'
 import type { BatchEvent } from '../model/result.js'
-import type { EngineDeps } from './engine-types.js'
-import type { LoopWatch } from './loop-watch.js'
+import type { RunDeps } from './engine-types.js'
 
 /** A batch's life in this process: it is the lease keeper's running batch (its stop switch and id). */
 export interface BatchRuntime extends RunningBatch {
-  deps: EngineDeps
+  deps: RunDeps
   /** The host's events, numbered; the answer holds them. */
   recorder: EventRecorder
   /** Every observer of the batch, `recorder` among them. */
@@ -24,14 +24,37 @@ export interface BatchRuntime extends RunningBatch {
   startedAt: number
   /** Host-visible events as they happen (server-sent events). */
   onEvent: ((event: BatchEvent) => void) | undefined
-  /** The detectors reading results, from admission on. */
-  loops: LoopWatch | null
+  /** The batch as its guards' hooks see it. */
+  view: GuardRuntime
 }
 
-/** Lets the detectors that read results see what has settled; one that terminates the run stops every call not yet started. */
-export function watchLoops (state: BatchState, rt: BatchRuntime): void {
-  const stop = rt.loops?.walk(state.results) ?? null
+/** The batch as its guards see it: its observers, figures and messages, its events, whether it was stopped. */
+export function guardView (state: BatchState, rt: Omit<BatchRuntime, 'view'>): GuardRuntime {
+  const { recorder, controller } = rt
+  return {
+    observer: rt.observer,
+    stats: state.stats,
+    policyMessages: state.policyMessages,
+    get events () { return recorder.events },
+    onEvent: rt.onEvent,
+    stopped: () => controller.aborted,
+    startedAt: rt.startedAt
+  }
+}
+
+/**
+ * Lets the guards that read results see what has settled (after each epoch,
+ * and before the answer); one that terminates the run stops every call not
+ * yet started. Every such guard walks, whichever stops first.
+ */
+export function watchGuards (state: BatchState, rt: BatchRuntime, guards: readonly BatchGuard[]): void {
+  let stop = null
+  for (const g of guards) {
+    if (g.afterEpoch === undefined) continue
+    const s = g.afterEpoch(state.results)
+    stop ??= s
+  }
   if (stop === null || state.closed || rt.controller.aborted) return
-  state.loopStop = stop
+  state.stoppedBy = stop
   rt.controller.abort(stop)
 }

@@ -10,16 +10,16 @@
  * tools named rather than held, scopes as a list.
  */
 import type { RestoredApprovals } from '../approvals/waiting.js'
-import type { LoopState } from '../model/loops.js'
-import type { LoopTerminationReason } from '../repeat/loops.js'
+import type { Admitted, BatchGuard, GuardedBatch } from '../guards/types.js'
 import { emptyStats } from '../runs/stats.js'
-import type { RunOptions, RunRecord, RunStats, TerminationReason } from '../model/run.js'
+import type { RunOptions, RunRecord, RunStats } from '../model/run.js'
 import type { PreparationOutcome, PreparedCall, RawCall } from '../model/call.js'
 import type { CanonicalText } from '../model/json.js'
-import type { HeldBack } from '../uncertain/types.js'
-import type { Admission } from './admit.js'
+import type { StopReason } from '../model/results.js'
 import type { IdentifiedCalls } from './identify-calls.js'
 import type { CallResult, PolicyMessage } from '../model/result.js'
+
+export type { Admitted } from '../guards/types.js'
 
 /**
  * The phases of a batch, in the order they run: `admit` decides inside the
@@ -52,7 +52,7 @@ export interface BatchState {
   approvals?: RestoredApprovals
   /** Set by the prepare phase, or before the lease by the engine's fast path (the batch then starts at `hold` or `settle`). */
   prepared?: Prepared
-  /** Set by the admit phase, or in the lease's own step by the engine's fast path; undefined after it when the run was gone. */
+  /** Set by the admit phase (the guards' verdicts), or in the lease's own step by the engine's fast path; undefined after it when the run was gone. */
   admitted?: Admitted
   /** By call index: every call's result, `PENDING` until it settles. */
   results: CallResult[]
@@ -63,11 +63,11 @@ export interface BatchState {
   dispatchable: PreparedCall[]
   dispatched: PreparedCall[]
   /** By call index: the operation id each dispatched call went under. */
-  operations: string[]
+  operations: Array<string | undefined>
   /** A receipt projection failed: nothing more of the batch starts, and the run ends. */
   closed: boolean
-  /** The loop detector that terminated the run during the batch, if one did. */
-  loopStop: LoopTerminationReason | null
+  /** The guard's reason when one terminated the run while the batch ran (a loop detector after an epoch). */
+  stoppedBy: StopReason | null
 }
 
 /** A batch's calls as prepared, with the canonical text and fingerprint of each call's prepared arguments. */
@@ -80,13 +80,18 @@ export interface Prepared {
   preparationMs: number
 }
 
-/** What admission decided, and what the batch keeps of it: where the loop detectors start and which calls the run's uncertainties hold back. */
-export interface Admitted {
-  /** A reason when the run is no longer active and nothing may start. */
-  verdict: Admission | TerminationReason | 'run_not_active'
-  loopStart: LoopState | null
-  /** By call index: retries of the run's unresolved uncertain writes (SPEC section 14), and calls they block. */
-  held: Array<HeldBack | undefined>
+/**
+ * A batch ready for its phases after prepare: its prepared calls, and the
+ * run's rules' parts in it (src/guards), opened once its calls are
+ * prepared. Not data: a batch taken up on another replica opens its guards
+ * there again.
+ */
+export interface Ready {
+  prepared: Prepared
+  /** The batch as the guards see it. */
+  batch: GuardedBatch
+  /** In registration order; the phases call their hooks in fixed places. */
+  guards: readonly BatchGuard[]
 }
 
 /** Holds a result's place until its call settles; every call settles before the answer is built. */
@@ -124,7 +129,7 @@ export function newBatchState (input: StateInput, run: RunRecord, turn: number, 
     dispatched: [],
     operations: [],
     closed: false,
-    loopStop: null
+    stoppedBy: null
   }
   if (input.format !== undefined) state.format = input.format
   if (input.incomplete !== undefined) state.incomplete = input.incomplete

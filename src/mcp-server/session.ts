@@ -12,6 +12,8 @@ import type { ToolRegistry } from '../tools/registry.js'
 import { offeredTools } from '../tools/offered.js'
 import type { Tool } from '../model/tool.js'
 import { ProblemError } from '../errors.js'
+import { context } from '@opentelemetry/api'
+import { McpRequestSpans } from '../telemetry/mcp-spans.js'
 import { runEndedResult } from './results.js'
 import type { OneCallTurns, UserDecision } from './turns.js'
 
@@ -64,6 +66,8 @@ export class McpSession {
   readonly #deps: SessionDeps
   /** The least severe level of log messages the client wants (`logging/setLevel`); all of them until it says. */
   #logLevel: LoggingLevel = 'debug'
+  /** A SERVER span per request while tracing is on; null when it is off. */
+  readonly #spans = McpRequestSpans.create()
 
   constructor (owner: SessionOwner, deps: SessionDeps, now: number, generateId: () => string) {
     this.owner = owner
@@ -72,7 +76,10 @@ export class McpSession {
     this.transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: generateId,
       onsessioninitialized: () => deps.onInitialized(this),
-      onsessionclosed: () => deps.onClosed(this)
+      onsessionclosed: () => {
+        this.#spans?.closeAll()
+        deps.onClosed(this)
+      }
     })
     this.server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: true }, logging: {} },
@@ -143,6 +150,9 @@ export class McpSession {
     this.transport.send = async (message, options) => {
       if ('result' in message && isInitializeResult(message.result)) message.result._meta = { ...message.result._meta, 'toolgate/runId': owner.runId }
       deps.onMessage('out', message)
+      if (this.#spans !== null && 'id' in message && message.id !== undefined && !('method' in message)) {
+        this.#spans.end(message.id, 'error' in message ? { error: message.error.code } : (message.result as { isError?: unknown }).isError === true ? { toolError: true } : { ok: true }, this.transport.sessionId)
+      }
       return send(message, options)
     }
   }
@@ -153,7 +163,29 @@ export class McpSession {
     const inner = this.transport.onmessage
     this.transport.onmessage = (message, extra) => {
       this.#deps.onMessage('in', message)
-      inner?.(message, extra)
+      const spans = this.#spans
+      if (spans === null || !('method' in message)) {
+        inner?.(message, extra)
+      } else if ('id' in message) {
+        // The request's handler runs under its span: a tools/call's batch span is its child.
+        const params = message.params as { name?: unknown, protocolVersion?: unknown } | undefined
+        const header = extra?.requestInfo?.headers['mcp-protocol-version']
+        const version = message.method === 'initialize' ? params?.protocolVersion : header
+        const ctx = spans.start({
+          method: message.method,
+          id: message.id,
+          tool: message.method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined,
+          sessionId: this.transport.sessionId,
+          protocolVersion: typeof version === 'string' ? version : undefined
+        })
+        context.with(ctx, () => inner?.(message, extra))
+      } else {
+        if (message.method === 'notifications/cancelled') {
+          const id = (message.params as { requestId?: unknown } | undefined)?.requestId
+          if (typeof id === 'string' || typeof id === 'number') spans.cancelled(id)
+        }
+        inner?.(message, extra)
+      }
     }
   }
 
@@ -167,6 +199,7 @@ export class McpSession {
   }
 
   async close (): Promise<void> {
+    this.#spans?.closeAll()
     await this.transport.close()
   }
 

@@ -142,8 +142,10 @@ export class OneCallTurns {
     const { approvals, store, clock } = this.#deps
     const stop = new AbortController()
     const onCancel = (): void => {
-      // The client gave up on a call that has not started: a person can no longer decide it for this caller.
-      void this.#decide(call, batchId, callId, { approve: false, reason: 'The MCP client cancelled the call.' })
+      // The client gave up on a call that has not started: it is withdrawn (cancelled, not denied), unless someone decided first.
+      this.#deps.approvals.withdraw(call.tenant, call.runId, batchId, [callId]).catch((err: unknown) => {
+        if (!(err instanceof ProblemError && err.code === 'run_not_found')) this.#deps.logger.warn({ runId: call.runId, batchId, err: { message: (err as Error).message } }, 'A call the MCP client cancelled could not be withdrawn')
+      })
     }
     call.signal.addEventListener('abort', onCancel, { once: true })
     const ticker = call.progress === undefined

@@ -24,6 +24,10 @@ export interface CallDetails {
   reason?: string
   message?: string
   blockedBy?: string
+  /** The call's conflict key as resolved from its prepared arguments (SPEC section 5); never logged. */
+  conflictKey?: string
+  /** Why the call started after its epoch did: a free slot, or the call holding its conflict key. */
+  waited?: { readonly for: 'slot' } | { readonly for: 'conflict_key', readonly callId: string }
   /** The operation id of the unresolved uncertain write a call was blocked by (SPEC section 14). */
   blockedByOperation?: string
   /** The run of that write, when a tenant-scoped conflict key blocked the call (SPEC section 17). */

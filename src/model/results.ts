@@ -35,8 +35,11 @@ const TERMINATED_MESSAGES = {
   no_progress: 'Not run: the agent kept calling a tool that answered the same thing every time, so the run was stopped.'
 } as const
 
+/** Why a run's rule (a loop detector or a run limit) terminated the run during a batch. */
+export type StopReason = keyof typeof TERMINATED_MESSAGES
+
 /** A call not dispatched because the run ended (a loop detector or a run limit). */
-export function terminatedResult (call: AnsweredCall, reason: keyof typeof TERMINATED_MESSAGES): CallResult {
+export function terminatedResult (call: AnsweredCall, reason: StopReason): CallResult {
   return callResult(call, 'terminated', errorContent('terminated', TERMINATED_MESSAGES[reason], { reason }), { reason })
 }
 

@@ -99,9 +99,10 @@ export interface RunRecord {
    * Where the last admitted batch's admission started from. Admitting that
    * batch again (resumed after its replica died or was paused past its lease)
    * starts from here, so its calls count once toward maxToolCalls and
-   * advance the repeat streak once.
+   * advance the repeat streak once. Each guard (src/guards/) keeps its own
+   * slice here: the call budget `toolCalls`, the loop detectors `repeat` and `loops`.
    */
-  admitted: { batchId: string, repeat: RepeatState, toolCalls: number, loops?: LoopState } | null
+  admitted: { batchId: string, repeat?: RepeatState, toolCalls?: number, loops?: LoopState } | null
   inFlight: InFlight | null
   /** The batch waiting for approvals, until its answer is stored (src/approvals). */
   waiting?: WaitingBatch | null

@@ -16,8 +16,14 @@ export interface Uncertainty {
   action: boolean
   /** Its conflict key is tenant-scoped (SPEC section 17): it blocks later writes with the key from every run of the tenant. */
   tenantKey?: true
-  /** Why its outcome is unknown (the call's cause: `timeout`, `replica_lost`…), when known. */
-  cause?: string
   /** Epoch ms at which it was recorded (its batch finished). */
   since: number
+  /**
+   * Why its outcome is unknown, when known: its exchange's cause (`timeout`,
+   * `http_5xx`…), or `replica_lost`, the replica sending it died (SPEC section 17).
+   */
+  cause?: UncertainCause | (string & {})
 }
+
+/** Why an uncertainty's outcome is unknown beside its call's own answer. */
+export type UncertainCause = 'replica_lost'

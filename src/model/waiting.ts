@@ -27,6 +27,8 @@ export interface Decision {
   /** With `edited`: the arguments as held and as the edit made them (prepared, or as far as preparation got). Shown to operators, never logged. */
   arguments?: { original: Record<string, unknown>, edited: unknown }
   expired?: boolean
+  /** No one decided: the caller withdrew the call first (an MCP client's `notifications/cancelled`); it ends `cancelled`, not `denied`. */
+  withdrawn?: boolean
 }
 
 /**

@@ -8,9 +8,7 @@ import { TenantRunsQuotaError } from '../store/records.js'
 import type { Store } from '../store/types.js'
 import { resolveRunOptions } from './options.js'
 import { newRunRecord } from './record.js'
-import { resetRepeats } from '../repeat/tracker.js'
 import { type LoopLimits } from '../model/loops.js'
-import { resetLoopState } from '../repeat/loops.js'
 import { applyDeadline, deadlinePassed } from './deadline.js'
 import { cancel, ownedRun, runNotFound } from './transitions.js'
 import type { RunRecord } from '../model/run.js'
@@ -22,6 +20,8 @@ export interface RunServiceOptions {
   maxConcurrentTools: number
   /** The server's defaults of the loop limits (from the environment). */
   loopDefaults?: LoopLimits
+  /** Inside the run's atomic update: the run-level rules' slices start over after a user message (src/guards/ `resetGuards`); unset, none does. */
+  reset?: (run: RunRecord, cause: 'message') => void
   /** A run this service found past its timeoutMs and terminated: counted and logged. */
   onTimedOut?: (runId: string) => void
   /** A run cancelled (or found timed out) while a batch of it waited for approvals: that batch is answered, every held and waiting call `cancelled` (src/approvals). */
@@ -122,13 +122,8 @@ export class RunService {
       ownedRun(run, tenant, runId)
       const timedOut = applyDeadline(run, this.#clock.now())
       if (run.state !== 'active') return { kind: 'not_active' as const, reason: run.terminationReason, timedOut, run }
-      run.repeat = resetRepeats()
-      run.loops = resetLoopState(run.loops)
-      // A batch resumed after this message is admitted from fresh streaks too.
-      if (run.admitted !== null) {
-        run.admitted.repeat = run.repeat
-        run.admitted.loops = run.loops
-      }
+      // Each rule's slice starts over (the guards', src/guards/; a batch resumed after this message is admitted from fresh streaks too).
+      this.#options.reset?.(run, 'message')
       return { kind: 'ok' as const, run, timedOut }
     })
     if (!result.found) throw runNotFound(runId)

@@ -13,6 +13,7 @@ export interface RunView {
   metadata: Readonly<Record<string, string>>
   counters: RunRecord['counters']
   createdAt: string
+  lastActiveAt: string
   expiresAt: string
 }
 
@@ -29,6 +30,7 @@ export function runView (run: RunRecord, ttlMs: number): RunView {
     metadata: o.metadata,
     counters: { ...run.counters },
     createdAt: new Date(run.createdAt).toISOString(),
+    lastActiveAt: new Date(run.lastActiveAt).toISOString(),
     expiresAt: new Date(run.lastActiveAt + ttlMs).toISOString()
   }
   if (run.terminationReason !== null) view.terminationReason = run.terminationReason

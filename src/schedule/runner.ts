@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement, StopSignal } from './types.js'
+import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement, StopSignal, Wait } from './types.js'
 
 /** Sends one call; the runner settles it with the outcome. */
 export type Dispatch<T> = (call: SchedulableCall, epoch: number) => Promise<DispatchOutcome<T>>
@@ -81,12 +81,16 @@ export class EpochRunner<T> {
         left: calls.length,
         running: 0,
         keys: null,
+        keyWaits: null,
+        filled: false,
         done: false,
         startedAt: performance.now(),
         onAbort: () => { this.#finishIfDone(state) }
       }
       this.#opts.signal?.addEventListener('abort', state.onAbort, { once: true })
       this.#fill(state)
+      // A call started from here on waited: for a slot or for its key (waitOf).
+      state.filled = true
     })
   }
 
@@ -102,7 +106,11 @@ export class EpochRunner<T> {
       }
       const key = call.conflictKey
       // Held by a running call: this call and every later one with the key wait.
-      if (key !== null && s.keys?.has(key) === true) continue
+      const holder = key === null ? undefined : s.keys?.get(key)
+      if (holder !== undefined) {
+        (s.keyWaits ??= new Map()).set(call.index, holder)
+        continue
+      }
       waiting[i] = null
       s.left--
       if (i === s.first) s.first++
@@ -111,14 +119,14 @@ export class EpochRunner<T> {
         this.#settle(call, s.epoch, { kind: 'blocked', epoch: s.epoch, blockedBy: blocker.id })
         continue
       }
-      if (key !== null) (s.keys ??= new Set()).add(key)
+      if (key !== null) (s.keys ??= new Map()).set(key, call.id)
       s.running++
-      this.#start(s, call)
+      this.#start(s, call, s.filled ? waitOf(s, call) : undefined)
     }
     this.#finishIfDone(s)
   }
 
-  #start (s: EpochState<T>, call: SchedulableCall): void {
+  #start (s: EpochState<T>, call: SchedulableCall, waited: Wait | undefined): void {
     this.#callStarted(call, s.epoch)
     const startedAt = Date.now()
     const t0 = performance.now()
@@ -130,16 +138,19 @@ export class EpochRunner<T> {
     }
     // One settlement per call, however the dispatch ends; then the slot and the key free up.
     promise.then(
-      (outcome) => { this.#ended(s, call, outcome, undefined, startedAt, t0) },
-      (err: unknown) => { this.#ended(s, call, null, err, startedAt, t0) })
+      (outcome) => { this.#ended(s, call, outcome, undefined, startedAt, t0, waited) },
+      (err: unknown) => { this.#ended(s, call, null, err, startedAt, t0, waited) })
   }
 
-  #ended (s: EpochState<T>, call: SchedulableCall, outcome: DispatchOutcome<T> | null, err: unknown, startedAt: number, t0: number): void {
+  #ended (s: EpochState<T>, call: SchedulableCall, outcome: DispatchOutcome<T> | null, err: unknown, startedAt: number, t0: number, waited: Wait | undefined): void {
     try {
       const o = outcome ?? this.#opts.onDispatchError(call, err)
       if (o.uncertain && !call.readOnly) this.#recordUncertain(call)
       if (o.closeBatch) this.#closed = true
-      this.#settle(call, s.epoch, { kind: 'ran', epoch: s.epoch, value: o.value, startedAt, durationMs: performance.now() - t0 })
+      const durationMs = performance.now() - t0
+      this.#settle(call, s.epoch, waited === undefined
+        ? { kind: 'ran', epoch: s.epoch, value: o.value, startedAt, durationMs }
+        : { kind: 'ran', epoch: s.epoch, value: o.value, startedAt, durationMs, waited })
     } catch (error) {
       // onDispatchError itself threw: the call cannot settle; stop and report.
       this.#failure ??= { error }
@@ -212,6 +223,17 @@ export class EpochRunner<T> {
   }
 }
 
+/**
+ * Why a call that did not start with its epoch waited: the last running call
+ * that held its conflict key when it was passed over, or else a free slot.
+ */
+function waitOf (s: EpochState<unknown>, call: SchedulableCall): Wait {
+  const holder = s.keyWaits?.get(call.index)
+  return holder === undefined ? SLOT_WAIT : { for: 'conflict_key', callId: holder }
+}
+
+const SLOT_WAIT: Wait = Object.freeze({ for: 'slot' })
+
 /** The entry of `list` with the lowest index below `index`, or `best` when it is lower still. */
 function earliestBefore (list: readonly Uncertain[] | undefined, index: number, best: Uncertain | undefined): Uncertain | undefined {
   if (list === undefined) return best
@@ -237,8 +259,12 @@ interface EpochState<T> {
   /** Calls still waiting. */
   left: number
   running: number
-  /** Keys held by running calls; made with the first keyed call. */
-  keys: Set<string> | null
+  /** Keys held by running calls, with the id of the call holding each; made with the first keyed call. */
+  keys: Map<string, string> | null
+  /** Calls passed over because a running call held their key: the holder's id, by call index; made with the first. */
+  keyWaits: Map<number, string> | null
+  /** The epoch's first fill is done: a call started later waited. */
+  filled: boolean
   done: boolean
   readonly startedAt: number
   readonly onAbort: () => void

@@ -23,9 +23,15 @@ export interface DispatchOutcome<T> {
   readonly closeBatch: boolean
 }
 
+/**
+ * Why a call of an epoch did not start with the epoch: every slot
+ * (maxConcurrentTools) was taken, or a running call held its conflict key.
+ */
+export type Wait = { readonly for: 'slot' } | { readonly for: 'conflict_key', readonly callId: string }
+
 /** How one call of a batch ended, as the runner saw it. */
 export type Settlement<T> =
-  | { readonly kind: 'ran', readonly epoch: number, readonly value: T, readonly startedAt: number, readonly durationMs: number }
+  | { readonly kind: 'ran', readonly epoch: number, readonly value: T, readonly startedAt: number, readonly durationMs: number, readonly waited?: Wait }
   | { readonly kind: 'blocked', readonly epoch: number, readonly blockedBy: string }
   | { readonly kind: 'cancelled', readonly epoch: number }
 

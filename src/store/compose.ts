@@ -1,7 +1,9 @@
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
+import type { Uncertainty } from '../model/uncertainty.js'
 import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
 import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
+import type { LeaseHolder, PendingWrite, RunIdentity } from './write-ahead.js'
 
 /**
  * The `Store` the engine uses, built from its parts: each method hands its
@@ -16,6 +18,7 @@ export class ComposedStore implements Store {
   readonly #batches: StoreParts['batches']
   readonly #receipts: StoreParts['receipts']
   readonly #uncertain: StoreParts['uncertain']
+  readonly #writes: StoreParts['writes']
   readonly #cancel: StoreParts['cancel']
   readonly #keys: StoreParts['keys']
   readonly #backends: StoreParts['backends']
@@ -25,6 +28,7 @@ export class ComposedStore implements Store {
     this.#batches = parts.batches
     this.#receipts = parts.receipts
     this.#uncertain = parts.uncertain
+    this.#writes = parts.writes
     this.#cancel = parts.cancel
     this.#keys = parts.keys
     this.#backends = parts.backends
@@ -63,6 +67,10 @@ export class ComposedStore implements Store {
   countUncertain (): Promise<number> { return this.#uncertain.countUncertain() }
   tryLock (name: string, owner: string, ttlMs: number): Promise<boolean> { return this.#uncertain.tryLock(name, owner, ttlMs) }
   unlock (name: string, owner: string): Promise<void> { return this.#uncertain.unlock(name, owner) }
+
+  recordWrites (run: RunIdentity, lease: LeaseHolder, writes: readonly PendingWrite[]): Promise<boolean> { return this.#writes.recordWrites(run, lease, writes) }
+  pendingWrites (run: RunIdentity): Promise<PendingWrite[]> { return this.#writes.pendingWrites(run) }
+  takeOverWrites (run: RunIdentity): Promise<Uncertainty[] | undefined> { return this.#writes.takeOverWrites(run) }
 
   publishCancel (runId: string, reason: CancelReason): Promise<void> { return this.#cancel.publishCancel(runId, reason) }
   onCancel (listener: CancelListener): () => void { return this.#cancel.onCancel(listener) }

@@ -33,6 +33,7 @@ export class MemoryRunState implements RunStateStore {
   readonly #opts: MemoryRunOptions
   readonly #gone: RunGoneListener[] = []
   readonly #created: Array<(runId: string) => void> = []
+  readonly #completed: Array<(run: RunRecord) => void> = []
   /** How many runs each tenant holds (expired ones not swept yet included). */
   readonly #perTenant = new Map<string, number>()
   /** The batch answers this run state writes, read through the `BatchAnswers` contract. */
@@ -50,6 +51,11 @@ export class MemoryRunState implements RunStateStore {
   /** Adds a listener told of each run stored: a new incarnation of its id, which must see nothing of an earlier one. */
   onCreated (listener: (runId: string) => void): void {
     this.#created.push(listener)
+  }
+
+  /** Adds a listener told of each batch answer stored, in the same step (the run's write-ahead records are answered by it). */
+  onCompleted (listener: (run: RunRecord) => void): void {
+    this.#completed.push(listener)
   }
 
   async createRun (run: RunRecord): Promise<boolean> {
@@ -93,14 +99,17 @@ export class MemoryRunState implements RunStateStore {
 
   async completeBatch (runId: string, owner: string, answer: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
     let record: BatchRecord | undefined
+    let completed: RunRecord | undefined
     const done = this.#update(runId, (run) => {
       record = typeof answer === 'function' ? answer(run) : answer
       const held = holds(run, owner, record.batchId)
       if (held) run.inFlight = null
+      completed = run
       return held
     })
     if (!done.found || !done.value || record === undefined) return false
     this.answers.store(runId, record)
+    for (const listener of this.#completed) listener(completed!)
     return true
   }
 
@@ -156,6 +165,12 @@ export class MemoryRunState implements RunStateStore {
       if (run.inFlight !== null) inFlight++
     }
     return { total: this.#runs.size, active, inFlight }
+  }
+
+  /** The run as held now, read synchronously (expired first): for parts whose step must not yield. */
+  peek (runId: string): RunRecord | undefined {
+    this.expire(runId)
+    return this.#runs.get(runId)
   }
 
   /** Whether the run is held, expired or not (the journal and the uncertain index ask without expiring it). */

@@ -4,6 +4,7 @@ import { ComposedStore } from './compose.js'
 import { MemoryReceiptJournal } from './memory-receipts.js'
 import { MemoryRunState } from './memory-runs.js'
 import { MemoryUncertainWrites } from './memory-uncertain.js'
+import { MemoryWriteAhead } from './memory-write-ahead.js'
 import { MemoryTenantKeys } from './memory-keys.js'
 import type { CancelListener, CancelReason } from './records.js'
 
@@ -59,21 +60,25 @@ export class MemoryStore extends ComposedStore {
     const runs = new MemoryRunState(opts)
     const receipts = new MemoryReceiptJournal({ ...opts, runHeld: (runId) => runs.has(runId) })
     const uncertain = new MemoryUncertainWrites(runs, opts.now)
+    const writes = new MemoryWriteAhead(runs, uncertain, opts.now)
     const keys = new MemoryTenantKeys(clock, (runId) => {
       runs.expire(runId)
       return runs.has(runId)
     })
     runs.onGone((run, at) => {
       uncertain.forget(run)
+      writes.drop(run)
       keys.forgetRun(run.tenant, run.runId)
       receipts.orphan(run.runId, at)
     })
+    runs.onCompleted((run) => writes.drop(run))
     runs.onCreated((runId) => receipts.restart(runId))
     super({
       runs,
       batches: runs.answers,
       receipts,
       uncertain,
+      writes,
       cancel: new MemoryCancelBus(),
       keys,
       // Nothing to reach or close: always ready.

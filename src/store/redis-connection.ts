@@ -73,6 +73,11 @@ export class RedisConnection {
     return id === undefined ? this.prefix + kind : `${this.prefix}${kind}:${id}`
   }
 
+  /** The write-ahead records of one run incarnation (src/store/redis-write-ahead-scripts.ts): neither a tenant nor a run id holds a `/`. */
+  writeAheadKey (run: { tenant: string, runId: string, createdAt: number }): string {
+    return this.key('wal', `${run.tenant}/${run.runId}/${run.createdAt}`)
+  }
+
   /** The run indexes, and with a tenant that tenant's runs. */
   indexKeys (tenant?: string): string[] {
     const keys = ['runs', 'active', 'ended', 'leased'].map((name) => this.key('idx', name))

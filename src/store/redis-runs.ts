@@ -270,7 +270,8 @@ export class RedisRunState implements RunStateStore {
     const json = JSON.stringify(run)
     const conn = this.#conn
     const answer = await conn.eval(UPDATE_RUN,
-      [conn.key('run', run.runId), conn.key('batches', run.runId), conn.key('batchids', run.runId), conn.key('journal', run.runId), ...conn.indexKeys(run.tenant), conn.key('idx', 'waiting')],
+      [conn.key('run', run.runId), conn.key('batches', run.runId), conn.key('batchids', run.runId), conn.key('journal', run.runId), ...conn.indexKeys(run.tenant), conn.key('idx', 'waiting'),
+        conn.writeAheadKey(run)],
       [version, json, now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, extras.dropBatches === true ? '1' : '0', conn.key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),

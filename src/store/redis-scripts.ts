@@ -94,7 +94,8 @@ return 1
 
 /**
  * Compare-and-set of a run record on its version.
- * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant, idx:waiting.
+ * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant, idx:waiting,
+ * wal (the run's write-ahead records: answered, so deleted, with a stored batch record).
  * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
  * receipt retention, receipt slack, '1' to drop the batch ids and records,
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
@@ -122,7 +123,10 @@ local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
 redis.call('HSET', KEYS[1], 'v', ARGV[17], 'r', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
-if ARGV[12] ~= '' then redis.call('HSET', KEYS[2], ARGV[12], ARGV[13]) end
+if ARGV[12] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[12], ARGV[13])
+  redis.call('DEL', KEYS[11])
+end
 if ARGV[14] ~= '' then redis.call('HSET', KEYS[3], ARGV[14], ARGV[15]) end
 if ARGV[10] == '1' then
   redis.call('DEL', KEYS[2], KEYS[3])

@@ -9,21 +9,32 @@
 import { script } from './redis-scripts.js'
 
 /**
+ * Shared by INDEX_UNCERTAIN and the write-ahead take-over: notes the run of
+ * the operation ids in ARGV from `first` on, kept the run's remaining time
+ * plus the slack; 0 and nothing when the run is gone.
+ */
+export const NOTE_UNCERTAIN = `
+local function note (run, idx, now, slack, prefix, runId, first)
+  local ttl = redis.call('PTTL', run)
+  if ttl <= 0 then return 0 end
+  ttl = ttl + tonumber(slack)
+  local exp = tonumber(now) + ttl
+  for i = first, #ARGV do
+    redis.call('SET', prefix .. ARGV[i], runId, 'PX', ttl)
+    redis.call('ZADD', idx, exp, ARGV[i])
+  end
+  return 1
+end
+`
+
+/**
  * KEYS: run, idx:uncertain. ARGV: now, run TTL slack, uop key prefix, runId, operation ids...
  * Notes each operation's run, kept the run's remaining time plus the slack
  * (a run in use pushes its own expiry on; its next batch notes them again).
  * Nothing when the run is gone.
  */
-export const INDEX_UNCERTAIN = script('index-uncertain', `
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl <= 0 then return 0 end
-ttl = ttl + tonumber(ARGV[2])
-local exp = tonumber(ARGV[1]) + ttl
-for i = 5, #ARGV do
-  redis.call('SET', ARGV[3] .. ARGV[i], ARGV[4], 'PX', ttl)
-  redis.call('ZADD', KEYS[2], exp, ARGV[i])
-end
-return 1
+export const INDEX_UNCERTAIN = script('index-uncertain', NOTE_UNCERTAIN + `
+return note(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 5)
 `)
 
 /**

@@ -7,6 +7,7 @@ import { RedisConnection, type RedisTraffic, parseStoreUrl } from './redis-conne
 import { RedisReceiptJournal } from './redis-receipts.js'
 import { RedisRunState } from './redis-runs.js'
 import { RedisUncertainWrites } from './redis-uncertain.js'
+import { RedisWriteAhead } from './redis-write-ahead.js'
 import { RedisTenantKeys } from './redis-keys.js'
 
 export { DEFAULT_PREFIX, type RedisTraffic, parseStoreUrl } from './redis-connection.js'
@@ -72,6 +73,7 @@ export class RedisStore extends ComposedStore {
       batches: new RedisBatchAnswers(conn),
       receipts: new RedisReceiptJournal(conn, bounds),
       uncertain: new RedisUncertainWrites(conn, bounds),
+      writes: new RedisWriteAhead(conn, bounds),
       cancel,
       keys: new RedisTenantKeys(conn, bounds),
       backends: [{

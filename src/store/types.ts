@@ -3,6 +3,7 @@ import type { CancelBus } from './cancel-bus.js'
 import type { ReceiptJournal } from './receipt-journal.js'
 import type { RunStateStore } from './run-state.js'
 import type { UncertainWrites } from './uncertain-writes.js'
+import type { WriteAhead } from './write-ahead.js'
 import type { TenantKeys } from './tenant-keys.js'
 
 export type { BatchAnswers } from './batch-answers.js'
@@ -10,6 +11,7 @@ export type { CancelBus } from './cancel-bus.js'
 export type { ReceiptJournal } from './receipt-journal.js'
 export type { RunStateStore } from './run-state.js'
 export type { UncertainWrites } from './uncertain-writes.js'
+export type { LeaseHolder, PendingWrite, RunIdentity, WriteAhead } from './write-ahead.js'
 export type { KeyGrant, KeyHolder, KeyRequest, TenantKeys, TenantUncertainty } from './tenant-keys.js'
 export {
   type BatchEntry, type BatchIdEntry, type BatchRecord, type BatchSummary, type CancelListener, type CancelReason, type RunCursor, type RunPage,
@@ -29,6 +31,8 @@ export interface StoreParts {
   batches: BatchAnswers
   receipts: ReceiptJournal
   uncertain: UncertainWrites
+  /** Write-ahead records: answered by `runs.completeBatch`, so from the same backend as the run state. */
+  writes: WriteAhead
   cancel: CancelBus
   keys: TenantKeys
   backends: readonly StoreBackend[]
@@ -39,7 +43,7 @@ export interface StoreParts {
  * call it: the store contracts composed (src/store/compose.ts), ready when
  * every backend is.
  */
-export interface Store extends RunStateStore, BatchAnswers, ReceiptJournal, UncertainWrites, CancelBus, TenantKeys {
+export interface Store extends RunStateStore, BatchAnswers, ReceiptJournal, UncertainWrites, WriteAhead, CancelBus, TenantKeys {
   /** True when the store can take work (a shared store is reachable). */
   ready (): Promise<boolean>
   close (): Promise<void>

@@ -9,6 +9,7 @@ const OPERATIONS = [
   'createRun', 'getRun', 'updateRun', 'updateRunWithBatchId', 'endRun', 'getBatch', 'listBatches', 'listRuns', 'completeBatch',
   'putReceipt', 'settleReceipt', 'getReceipt', 'listReceipts', 'reviseReceipt',
   'indexUncertain', 'unindexUncertain', 'runOfUncertain', 'countUncertain', 'tryLock', 'unlock',
+  'recordWrites', 'pendingWrites', 'takeOverWrites',
   'waitingRuns', 'countRuns', 'publishCancel', 'ready',
   'acquireKey', 'renewKey', 'releaseKey', 'noteTenantUncertain', 'forgetTenantUncertain', 'listTenantUncertain'
 ] as const satisfies ReadonlyArray<keyof Store>

@@ -27,7 +27,7 @@ export function weighCalls (uncertain: readonly Uncertainty[] | undefined, outco
  * the idempotent retries that got a definitive answer. `operations` holds
  * the operation id of every call that was dispatched.
  */
-export function batchChange (batchId: string, results: readonly CallResult[], prepared: readonly PreparedCall[], operations: readonly string[],
+export function batchChange (batchId: string, results: readonly CallResult[], prepared: ReadonlyArray<PreparedCall | undefined>, operations: ReadonlyArray<string | undefined>,
   held: ReadonlyArray<HeldBack | undefined>, fingerprints: readonly string[], now: number): UncertainChange {
   const writes: SettledWrite[] = []
   for (let i = 0; i < results.length; i++) {

@@ -43,6 +43,7 @@ const LAYERS: ReadonlyArray<string | readonly string[]> = [
   'src/uncertain/',
   'src/conflicts/',
   'src/approvals/',
+  'src/guards/',
   'src/batch/',
   'src/auth/',
   'src/mcp/',

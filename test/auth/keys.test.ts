@@ -22,9 +22,10 @@ const keysDoc = {
 
 const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` })
 
-interface Route { method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, role: 'orchestrator' | 'admin' | 'operator' | null, opened?: number }
+type Role = 'orchestrator' | 'admin' | 'operator'
+interface Route { method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, role: Role | null, opened?: number, also?: Role[] }
 
-/** Every route, with the one role that opens it (null: no key needed). */
+/** Every route, with the role that opens it (null: no key needed) and the other roles that do (`also`). */
 function routes (toolUrl: string): Route[] {
   return [
     { method: 'GET', url: '/v1/tools', role: 'admin' },
@@ -32,7 +33,7 @@ function routes (toolUrl: string): Route[] {
     { method: 'PUT', url: '/v1/tools/other', body: { executor: { url: `${toolUrl}/tools/other` }, inputSchema: { type: 'object' } }, role: 'admin' },
     { method: 'DELETE', url: '/v1/tools/other', role: 'admin' },
     { method: 'POST', url: '/v1/runs', body: {}, role: 'orchestrator' },
-    { method: 'GET', url: '/v1/runs/r1', role: 'orchestrator' },
+    { method: 'GET', url: '/v1/runs/r1', role: 'orchestrator', also: ['operator'] },
     { method: 'GET', url: '/v1/runs/r1/tools', role: 'orchestrator' },
     { method: 'POST', url: '/v1/runs/r1/batches', body: { calls: [{ id: 'a', name: 'look', arguments: {} }] }, role: 'orchestrator' },
     { method: 'POST', url: '/v1/runs/r1/messages', body: { kind: 'steering' }, role: 'orchestrator' },
@@ -84,6 +85,10 @@ t.test('each route opens to its role only; 401 without a key or with a wrong one
     }
     for (const other of ['orchestrator', 'admin', 'operator'] as const) {
       if (other === r.role) continue
+      if (r.also?.includes(other) === true) {
+        t.notOk([401, 403].includes((await send(r, bearer(KEY_OF[other]))).statusCode), `${name} with the ${other} key: past the key check`)
+        continue
+      }
       const res = await send(r, bearer(KEY_OF[other]))
       t.equal(res.statusCode, 403, `${name} with the ${other} key: 403`)
       t.equal(res.json().code, 'forbidden', `${name} with the ${other} key: code`)

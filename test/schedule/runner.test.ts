@@ -417,3 +417,22 @@ t.test('a stop switch past the time given to holdUntil starts nothing more, with
   t.strictSame(kinds(settled, calls), { a: 'ran', b: 'cancelled', c: 'cancelled' })
   t.equal(controller.reason, 'lease_lost')
 })
+
+t.test('a call that started after its epoch says why it waited: the call holding its key, or a slot', async (t) => {
+  const calls = makeCalls({ a: { read: true, key: 'k' }, b: { read: true }, c: { read: true, key: 'k' }, d: { read: true }, e: { read: true } })
+  const h = harness({ maxConcurrent: 3 })
+  const done = h.runner.run([Object.values(calls)], h.dispatch)
+  await flush()
+  t.strictSame([...h.running], ['a', 'b', 'd'], 'c waits for a\'s key, e for a slot')
+  await h.finish('a')
+  t.ok(h.running.has('c'), 'c starts once a frees the key')
+  await h.finish('b')
+  t.ok(h.running.has('e'), 'e starts once b frees a slot')
+  for (const id of ['c', 'd', 'e']) await h.finish(id)
+  const settled = await done
+  const waits = Object.fromEntries(Object.values(calls).map((c) => {
+    const s = settled[c.index]
+    return [c.id, s?.kind === 'ran' ? s.waited ?? null : 'not ran']
+  }))
+  t.strictSame(waits, { a: null, b: null, c: { for: 'conflict_key', callId: 'a' }, d: null, e: { for: 'slot' } })
+})

@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import { ComposedStore } from '../../src/store/compose.js'
 import { MemoryCancelBus, MemoryStore } from '../../src/store/memory.js'
 import { MemoryRunState } from '../../src/store/memory-runs.js'
+import { MemoryWriteAhead } from '../../src/store/memory-write-ahead.js'
 import { MemoryUncertainWrites } from '../../src/store/memory-uncertain.js'
 import { MemoryTenantKeys } from '../../src/store/memory-keys.js'
 import type { StoreBackend } from '../../src/store/types.js'
@@ -29,7 +30,9 @@ function composed (t: Test, backends: StoreBackend[] = []): { store: ComposedSto
   const runs = new MemoryRunState({ runTtlMs: 60_000, maxRuns: 10, now })
   const journal = new MemoryStore({ runTtlMs: 60_000, maxRuns: 10, receiptRetentionMs: 60_000, maxReceipts: 10, clock, sweepIntervalMs: 0 })
   t.teardown(() => journal.close())
-  const store = new ComposedStore({ runs, batches: runs.answers, receipts: journal, uncertain: new MemoryUncertainWrites(runs, now), cancel: new MemoryCancelBus(), keys: new MemoryTenantKeys(clock, (runId) => runs.has(runId)), backends })
+  const uncertain = new MemoryUncertainWrites(runs, now)
+  const writes = new MemoryWriteAhead(runs, uncertain, now)
+  const store = new ComposedStore({ runs, batches: runs.answers, receipts: journal, uncertain, writes, cancel: new MemoryCancelBus(), keys: new MemoryTenantKeys(clock, (runId) => runs.has(runId)), backends })
   return { store, journal }
 }
 

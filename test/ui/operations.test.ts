@@ -108,13 +108,15 @@ t.test('a call blocked by a write of an earlier turn links to that turn; the unc
   t.same(problems.filter((p) => !/409/.test(p)), [], 'nothing failed but the refused recheck')
 })
 
-t.test('an operator key signs in to the summary; the navigation is hidden while signed out', async (t) => {
+t.test('an operator key signs in to the runs and reads the summary; the navigation is hidden while signed out', async (t) => {
   const { page, problems } = await openBrowser(t)
   await page.goto(`${base}/ui/`)
   await page.waitForSelector('#sign-in')
   t.equal(await page.locator('#nav').evaluate((n) => getComputedStyle(n).display), 'none', 'no navigation before signing in')
   await page.fill('#key', 'acme-ops-operator-key')
   await page.click('#sign-in button[type=submit]')
+  await page.waitForSelector('table.runs')
+  await page.click('#nav a[href="#/summary"]')
   await page.waitForSelector('table.summary')
   t.match(page.url(), /#\/summary$/)
   t.not(await page.locator('#nav').evaluate((n) => getComputedStyle(n).display), 'none', 'navigation once signed in')

@@ -1,99 +1,62 @@
 /**
  * The admit and settle phases: inside one atomic update of the run, the
- * maxToolCalls budget, the exact-repeat streak and the cycle detector
- * decide which calls go on (src/batch/admit.ts, loop-watch.ts), and the
- * run's unresolved uncertain writes which are held back
- * (src/uncertain/batch.ts); then every call that will not be dispatched is
- * settled: rejected, terminated, denied, blocked or cancelled.
+ * guards (src/guards/) decide which calls go on, each from its slice of the
+ * run (the call budget, the loop streaks, the decisions on held calls, the
+ * unresolved uncertain writes); then every call that will not be dispatched
+ * is settled: rejected, terminated, cancelled, or as a guard's verdict says.
  */
-import { policyMessage } from '../../repeat/tracker.js'
-import { terminate } from '../../runs/transitions.js'
+import { admitThrough } from '../../guards/admission.js'
+import { type BatchGuard, GO, type GuardedBatch, type Verdict } from '../../guards/types.js'
 import type { RunRecord } from '../../model/run.js'
-import { weighCalls } from '../../uncertain/batch.js'
-import { admit as decide, type Admission } from '../admit.js'
-import { LoopWatch, admitLoops } from '../loop-watch.js'
 import { type CallResult } from '../../model/result.js'
-import { cancelledResult, deniedResult, reasonOf, rejectedResult, terminatedResult, uncertainBlockedResult } from '../../model/results.js'
-import { type BatchRuntime, watchLoops } from '../runtime.js'
-import { type Admitted, type BatchState, PENDING, type Prepared, callAt } from '../state.js'
+import { cancelledResult, reasonOf, rejectedResult, terminatedResult } from '../../model/results.js'
+import { type BatchRuntime, watchGuards } from '../runtime.js'
+import { type Admitted, type BatchState, PENDING, type Ready, callAt } from '../state.js'
 
-/** Inside the run's atomic update: the repeat streak, the call budget and the state decide which calls go on. */
-export function admitInto (r: RunRecord, batchId: string, prepared: Prepared): Admitted {
-  if (r.state !== 'active') return { verdict: r.terminationReason ?? 'run_not_active', loopStart: null, held: [] }
-  const { outcomes, fingerprints } = prepared
-  // A resumed batch is admitted again from where its first admission started: its calls count once.
-  const from = r.admitted?.batchId === batchId ? r.admitted : { batchId, repeat: r.repeat, toolCalls: r.counters.toolCalls }
-  const a = decide(from.repeat, from.toolCalls, r.options.limits, outcomes.map((o, i) => ({ fingerprint: callAt(fingerprints, i, 'fingerprint'), tracked: o.tool?.trackExactRepeats ?? true })))
-  const loopStart = admitLoops(r, from, a, outcomes, fingerprints)
-  r.admitted = from
-  const held = weighCalls(r.uncertain, outcomes, fingerprints)
-  r.repeat = a.repeat
-  r.counters.toolCalls = from.toolCalls + a.admitted
-  if (a.termination !== null) terminate(r, a.termination.reason)
-  return { verdict: a, loopStart, held }
+/** Inside the run's atomic update: the guards decide which calls go on. */
+export function admitInto (r: RunRecord, batch: GuardedBatch, guards: readonly BatchGuard[]): Admitted {
+  return admitThrough(guards, r, batch)
 }
 
 /** The admit phase: admits the batch in its own update of the run; undefined when the run is gone (nothing may start). */
-export async function admit (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<Admitted | undefined> {
-  const update = await rt.deps.store.updateRun(state.runId, (r) => admitInto(r, state.batchId, prepared))
+export async function admit (state: BatchState, rt: BatchRuntime, ready: Ready): Promise<Admitted | undefined> {
+  const update = await rt.deps.store.updateRun(state.runId, (r) => admitInto(r, ready.batch, ready.guards))
   return update.found ? update.value : undefined
 }
 
-/** The settle phase: starts the detectors that read results, and settles every call admission does not let through. */
-export function settle (state: BatchState, rt: BatchRuntime, prepared: Prepared, admitted: Admitted | undefined): void {
-  const { observer } = rt
-  const verdict = admitted?.verdict
-  // A string: the run left `active` during preparation (cancel, DELETE) and nothing may start.
-  const admission = verdict !== undefined && typeof verdict !== 'string' ? verdict : null
-  const stoppedBy = typeof verdict === 'string' ? verdict : 'ended'
-  const loopStart = admitted?.loopStart ?? null
-  if (admission !== null && loopStart !== null) {
-    rt.loops = new LoopWatch({
-      observer, stats: state.stats, messages: state.policyMessages, outcomes: prepared.outcomes, fingerprints: prepared.fingerprints, pending: PENDING, limits: state.options.limits, start: loopStart, active: admission.termination === null
-    })
-  }
-  settleUnadmitted(state, rt, prepared, admission, admitted?.held ?? [], stoppedBy)
-  if (admission?.termination != null) observer.runTerminated(admission.termination.reason)
-  // The rejections before the first epoch are results the detectors read too.
-  watchLoops(state, rt)
+/** The settle phase: the guards begin watching, and every call admission does not let through is settled. */
+export function settle (state: BatchState, rt: BatchRuntime, ready: Ready, admitted: Admitted | undefined): void {
+  const active = admitted !== undefined && admitted.notActive === null ? admitted : null
+  if (active !== null) for (const g of ready.guards) g.begin?.(rt.view, active)
+  settleUnadmitted(state, rt, ready, active, admitted?.notActive ?? 'ended')
+  if (active?.stop != null) rt.observer.runTerminated(active.stop.reason)
+  // The rejections before the first epoch are results the guards read too.
+  watchGuards(state, rt, ready.guards)
 }
 
-/** Settles every call that will not be dispatched (rejected, terminated, not admitted); lists those that will. */
-function settleUnadmitted (state: BatchState, rt: BatchRuntime, prepared: Prepared, admission: Admission | null, held: Admitted['held'], stoppedBy: string): void {
+/** Settles every call that will not be dispatched (rejected, terminated, a guard's verdict, not admitted); lists those that will. */
+function settleUnadmitted (state: BatchState, rt: BatchRuntime, ready: Ready, admitted: Admitted | null, stoppedBy: string): void {
   const { observer, controller } = rt
-  const { stats, dispatchable, dispatched } = state
-  const outcomes = prepared.outcomes
+  const { dispatchable, dispatched } = state
+  const outcomes = ready.prepared.outcomes
   const results = outcomes.map(() => PENDING)
   state.results = results
   const notActiveReason = controller.aborted ? String(controller.reason) : stoppedBy
+  const reporters = ready.guards.filter((g) => g.report !== undefined)
   for (let i = 0; i < outcomes.length; i++) {
     const o = callAt(outcomes, i, 'outcome')
-    const decision = admission?.decisions[i]
-    const tool = o.tool?.name ?? o.requestedName
     let settled: CallResult | null = null
-    if (decision?.cycle !== undefined) rt.loops?.cycleDetected(i, decision.cycle)
-    if (decision === undefined) {
+    if (admitted === null) {
       // A rejection answered while the batch waited for approvals stays one.
       settled = !o.ok && state.approvals !== undefined ? rejectedResult(o) : cancelledResult(o, notActiveReason)
-    } else if (decision.kind === 'terminated') {
-      settled = terminatedResult(o, decision.reason)
-      if (decision.count !== null) {
-        stats.repeatTerminations++
-        observer.repeatDetected({ callId: o.id, tool, known: o.tool !== null, epoch: null }, 'terminated', decision.count)
-      }
     } else {
-      if (decision.advisory !== null) {
-        stats.repeatAdvisories++
-        observer.repeatDetected({ callId: o.id, tool, known: o.tool !== null, epoch: null }, 'advisory', decision.advisory)
-        state.policyMessages.push({ type: 'agent_policy', content: policyMessage(tool, decision.advisory) })
-      }
-      const approval = state.approvals?.decisions[i]
-      const heldBack = held[i]
-      if (o.ok && approval?.approve === false) {
-        settled = deniedResult(o, approval)
-      } else if (o.ok && heldBack?.kind === 'blocked') {
-        stats.blockedCalls++
-        settled = uncertainBlockedResult(o, heldBack.by)
+      const stop = admitted.stop
+      const verdict: Verdict = stop !== null && i >= admitted.cut
+        ? { kind: 'settle', result: terminatedResult(o, stop.reason), by: stop.by }
+        : admitted.verdicts[i] ?? GO
+      for (const g of reporters) g.report?.(i, verdict, admitted)
+      if (verdict.kind === 'settle') {
+        settled = verdict.result
       } else if (o.ok) {
         dispatchable.push(o)
         dispatched[i] = o
@@ -104,7 +67,7 @@ function settleUnadmitted (state: BatchState, rt: BatchRuntime, prepared: Prepar
     if (settled !== null) {
       results[i] = settled
       observer.callSettled({
-        callId: o.id, tool, known: o.tool !== null, epoch: null, status: settled.status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, reason: reasonOf(settled.details)
+        callId: o.id, tool: o.tool?.name ?? o.requestedName, known: o.tool !== null, epoch: null, status: settled.status, durationMs: null, uncertain: false, readOnly: o.tool?.readOnly ?? false, reason: reasonOf(settled.details)
       })
     }
   }

@@ -21,16 +21,17 @@ import { dispatchKeyed, tenantKeyed } from '../tenant-key.js'
 import type { PreparedCall } from '../../model/call.js'
 import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../../model/results.js'
 import { type CallResult } from '../../model/result.js'
-import { type BatchRuntime, watchLoops } from '../runtime.js'
-import { type BatchState, type Prepared, callAt } from '../state.js'
+import type { BatchGuard } from '../../guards/types.js'
+import { type BatchRuntime, watchGuards } from '../runtime.js'
+import { type BatchState, type Prepared, type Ready, callAt } from '../state.js'
 
 /** When calls started, as ISO text. */
 const START_TIMES = new IsoTime()
 
 /** The execute phase: runs the epochs of the calls that may be dispatched, if any. */
-export function execute (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<void> | undefined {
+export function execute (state: BatchState, rt: BatchRuntime, ready: Ready): Promise<void> | undefined {
   if (state.dispatchable.length === 0) return undefined
-  return new Execution(state, rt, prepared).run()
+  return new Execution(state, rt, ready).run()
 }
 
 /**
@@ -41,6 +42,12 @@ class Execution implements RunnerHooks {
   readonly #state: BatchState
   readonly #rt: BatchRuntime
   readonly #prepared: Prepared
+  readonly #guards: readonly BatchGuard[]
+  /** The guards with a hook before an epoch's dispatches, or around each call's: most batches have none, and pay nothing. */
+  readonly #epochGuards: readonly BatchGuard[]
+  readonly #callGuards: readonly BatchGuard[]
+  /** By epoch: the guards' step before it, started by its first dispatch. */
+  readonly #epochReady: Array<Promise<void> | undefined> = []
   /** By call index: what observers are told of a call, made once when it starts. */
   readonly #started: CallInfo[] = []
   /** By call index: why its exchange with the executor failed, when it did. */
@@ -51,10 +58,13 @@ class Execution implements RunnerHooks {
   /** The run, as operation ids name it. */
   readonly #identity: RunIdentity
 
-  constructor (state: BatchState, rt: BatchRuntime, prepared: Prepared) {
+  constructor (state: BatchState, rt: BatchRuntime, ready: Ready) {
     this.#state = state
     this.#rt = rt
-    this.#prepared = prepared
+    this.#prepared = ready.prepared
+    this.#guards = ready.guards
+    this.#epochGuards = ready.guards.filter((g) => g.beforeEpoch !== undefined)
+    this.#callGuards = ready.guards.filter((g) => g.acquire !== undefined || g.release !== undefined)
     this.#context = {
       runId: state.runId,
       batchId: state.batchId,
@@ -80,16 +90,35 @@ class Execution implements RunnerHooks {
       hooks: this,
       onDispatchError: dispatchFailed
     })
-    await runner.run(this.#epochs, (c, epoch) => this.#dispatch(c, epoch))
+    const guarded = this.#epochGuards.length + this.#callGuards.length > 0
+    await runner.run(this.#epochs, guarded ? (c, epoch) => this.#guardedDispatch(c, epoch) : (c, epoch) => this.#dispatch(c, epoch))
+  }
+
+  /** A dispatch with the guards' steps: before its epoch's first dispatch (once per epoch), and around the call's own. */
+  async #guardedDispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
+    if (this.#epochGuards.length > 0) await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
+    for (const g of this.#callGuards) await g.acquire?.(c.index)
+    try {
+      return await this.#dispatch(c, epoch)
+    } finally {
+      for (const g of this.#callGuards) g.release?.(c.index)
+    }
+  }
+
+  async #beforeEpoch (epoch: number): Promise<void> {
+    const indexes = (this.#epochs[epoch] ?? []).map((c) => c.index)
+    for (const g of this.#epochGuards) await g.beforeEpoch?.(epoch, indexes)
   }
 
   #dispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
     const state = this.#state
     const call = callAt(state.dispatched, c.index, 'prepared call')
     const callInfo = this.#started[c.index] ?? this.#info(c, epoch)
-    const held = state.admitted?.held[c.index]
+    // A guard's verdict may send the call under another operation id: the operation was sent before.
+    const verdict = state.admitted?.verdicts[c.index]
+    const again = verdict?.kind === 'as' ? verdict.operationId : null
     const prepared = this.#prepared
-    const opId = state.operations[c.index] = held?.kind === 'retry' ? held.of.operationId : operationId(this.#identity, call.id, callAt(prepared.fingerprints, call.index, 'fingerprint'))
+    const opId = state.operations[c.index] = again ?? operationId(this.#identity, call.id, callAt(prepared.fingerprints, call.index, 'fingerprint'))
     const args = callAt(prepared.argumentTexts, call.index, 'argument text')
     const observer = this.#rt.observer
     const headers = observer.executorHeaders(callInfo)
@@ -99,7 +128,7 @@ class Execution implements RunnerHooks {
       const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
       const approvedAt = state.approvals?.decisions[sent.index]?.at
       if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
-      return (held?.kind === 'retry' ? retryAction : dispatchAction)(ctx, sent, opId, prepared.preparedAt, headers, argumentsJson)
+      return (again !== null ? retryAction : dispatchAction)(ctx, sent, opId, prepared.preparedAt, headers, argumentsJson)
     }
     const gate = this.#rt.deps.keys
     if (gate === undefined || !tenantKeyed(call)) return send(call)
@@ -123,7 +152,7 @@ class Execution implements RunnerHooks {
   /** @internal Runner hook. */
   epochSettled (epoch: number, durationMs: number): void {
     this.#rt.observer.epochSettled(epoch, this.#epochs[epoch]?.length ?? 0, durationMs)
-    watchLoops(this.#state, this.#rt)
+    watchGuards(this.#state, this.#rt, this.#guards)
   }
 
   /** @internal Runner hook. */
@@ -147,6 +176,7 @@ class Execution implements RunnerHooks {
       details.epoch = s.epoch
       details.durationMs = round(s.durationMs)
       details.startedAt = START_TIMES.at(s.startedAt)
+      if (s.waited !== undefined) details.waited = s.waited
       result = callResult(call, value.status, value.content, details, value.isError)
       if (value.status === 'projection_failed') {
         state.closed = true
@@ -157,12 +187,14 @@ class Execution implements RunnerHooks {
     } else if (s.kind === 'blocked') {
       stats.blockedCalls++
       result = blockedResult(call, s.blockedBy, s.epoch)
-    } else if (state.loopStop !== null) {
-      result = terminatedResult(call, state.loopStop)
+    } else if (state.stoppedBy !== null) {
+      result = terminatedResult(call, state.stoppedBy)
     } else {
       const signal = this.#rt.controller
       result = cancelledResult(call, state.closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)
     }
+    // For the host: which resource the call was kept apart on (derived from arguments: never logged).
+    if (c.conflictKey !== null) result.details.conflictKey = c.conflictKey
     state.results[c.index] = result
     const uncertain = result.status === 'uncertain' || result.details.receipt?.status === 'uncertain'
     this.#rt.observer.callSettled({

@@ -1,89 +1,50 @@
 /**
  * The hold phase (SPEC section 13): once every call is prepared, a batch
- * with a prepared call of a tool that requires approval is not run. Its
- * state is stored as the run's waiting batch, atomically with the run (the
- * lease passed to no replica), and answered 202; whichever request or
- * replica decides its last call loads it from there and runs it on from
- * the admit phase (`BatchEngine.takeUpWaiting`).
+ * with a call a guard screens `hold` (src/guards/approvals.ts: a tool that
+ * requires approval) is not run. That guard stores it, atomically with the
+ * run, and it is answered 202; whichever request or replica decides its
+ * last call loads it and runs it on from the admit phase
+ * (`BatchEngine.takeUpWaiting`).
  */
 import { performance } from 'node:perf_hooks'
-import { awaitingResponse } from '../../approvals/hold.js'
-import { announceHeld, heldIndexes, markBlockedRetries, toWaiting } from '../../approvals/waiting.js'
-import type { ApprovalSettings } from '../../approvals/types.js'
 import { round } from '../../events/recorder.js'
-import { ProblemError } from '../../errors.js'
-import type { PreparationOutcome } from '../../model/call.js'
-import { hold as holdRun } from '../../runs/transitions.js'
-import type { RunRecord } from '../../model/run.js'
-import type { BatchAnswer, EngineDeps } from '../engine-types.js'
+import { screenThrough } from '../../guards/admission.js'
+import type { BatchGuard } from '../../guards/types.js'
+import type { BatchAnswer } from '../engine-types.js'
+import { respond } from '../respond.js'
 import type { BatchRuntime } from '../runtime.js'
-import type { BatchState, Prepared } from '../state.js'
+import type { BatchState, Ready } from '../state.js'
 
-/** Whether the batch has a call to hold: approvals are on, and a prepared call's tool requires one. */
-export function mayHold (deps: EngineDeps, outcomes: readonly PreparationOutcome[]): boolean {
-  return deps.approvals !== undefined && heldIndexes(outcomes).length > 0
+/** Whether a guard holds a call of the batch. */
+export function mayHold (guards: readonly BatchGuard[], size: number): boolean {
+  return screenThrough(guards, size)?.some((v) => v.kind === 'hold') ?? false
 }
 
 /**
- * The hold phase: null when nothing is held (no call to approve, the batch
- * stopped), or when the run left `active` or the lease was lost meanwhile:
- * the batch then goes on as any batch does. Answers a promise only when it
- * stores the batch.
+ * The hold phase: null when nothing is held (no call screened `hold`, the
+ * batch stopped), or when the run left `active` or the lease was lost
+ * meanwhile: the batch then goes on as any batch does. Answers a promise
+ * only when it holds the batch.
  */
-export function hold (state: BatchState, rt: BatchRuntime, prepared: Prepared): Promise<BatchAnswer | null> | null {
-  const settings = rt.deps.approvals
-  if (settings === undefined || rt.controller.aborted || heldIndexes(prepared.outcomes).length === 0) return null
-  return store(state, rt, prepared, settings)
+export function hold (state: BatchState, rt: BatchRuntime, ready: Ready): Promise<BatchAnswer | null> | null {
+  if (rt.controller.aborted || !mayHold(ready.guards, ready.prepared.outcomes.length)) return null
+  return store(state, rt, ready)
 }
 
-/**
- * A tenant's waiting batches pin their runs: past its quota the batch is
- * refused (429, its lease released, nothing of it run), so one tenant
- * cannot pin the store full for the others (SPEC section 19).
- */
-async function checkWaitingQuota (state: BatchState, rt: BatchRuntime, settings: ApprovalSettings): Promise<void> {
-  const max = settings.maxWaitingPerTenant
-  if (max === undefined) return
-  let waiting = 0
-  for (const run of await rt.deps.store.waitingRuns()) if (run.tenant === state.tenant && run.runId !== state.runId) waiting++
-  if (waiting >= max) {
-    throw new ProblemError('quota_exceeded', `This tenant has ${waiting} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
+/** The first guard that holds the batch stores it; its 202. */
+async function store (state: BatchState, rt: BatchRuntime, ready: Ready): Promise<BatchAnswer | null> {
+  for (const g of ready.guards) {
+    if (g.hold === undefined) continue
+    const held = await g.hold(rt.view)
+    if (held === null) continue
+    const durationMs = performance.now() - rt.startedAt
+    rt.observer.batchCompleted('awaiting_approval', durationMs)
+    return {
+      body: respond(state, rt, { held }),
+      replayed: false,
+      status: 202,
+      log: { runId: state.runId, batchId: state.batchId, turn: state.turn, calls: ready.prepared.outcomes.length, outcome: 'awaiting_approval', held: held.held, durationMs: round(durationMs) }
+    }
   }
-}
-
-/** Stores the batch as its run's waiting batch and answers the 202. */
-async function store (state: BatchState, rt: BatchRuntime, prepared: Prepared, settings: ApprovalSettings): Promise<BatchAnswer | null> {
-  const { deps } = rt
-  const { outcomes } = prepared
-  await checkWaitingQuota(state, rt, settings)
-  const waiting = toWaiting({
-    batchId: state.batchId,
-    requestHash: state.identified.requestHash,
-    turn: state.turn,
-    scopes: state.scopes,
-    format: state.format,
-    now: deps.clock.now(),
-    ttlMs: settings.ttlMs,
-    outcomes,
-    events: [...rt.recorder.events],
-    calls: state.calls
-  })
-  const announced = announceHeld(waiting)
-  let uncertain: RunRecord['uncertain']
-  const stored = await deps.store.updateRun(state.runId, (r) => {
-    markBlockedRetries(waiting, r.uncertain, outcomes, prepared.fingerprints)
-    uncertain = r.uncertain
-    return holdRun(r, waiting, deps.replicaId, settings.graceMs)
-  })
-  if (!stored.found || !stored.value) return null
-  for (const e of announced) rt.onEvent?.(e)
-  const durationMs = performance.now() - rt.startedAt
-  rt.observer.batchCompleted('awaiting_approval', durationMs)
-  const body = awaitingResponse(state.runId, waiting, { state: 'active', terminationReason: null, uncertain })
-  return {
-    body: JSON.stringify(body),
-    replayed: false,
-    status: 202,
-    log: { runId: state.runId, batchId: state.batchId, turn: state.turn, calls: outcomes.length, outcome: 'awaiting_approval', held: body.approvals.length, durationMs: round(durationMs) }
-  }
+  return null
 }

@@ -1,13 +1,80 @@
 /**
- * admit() as a table (SPEC section 6, and section 5's "every call is
+ * Admission as a table (SPEC section 6, and section 5's "every call is
  * prepared before any is dispatched"): which calls of a batch go on, from
- * the run's exact-repeat streak and its maxToolCalls budget. Pure, so no
- * HTTP: each row is the run's state, the batch and what admission decides.
+ * the run's exact-repeat streak and its maxToolCalls budget, as the limits
+ * and loops guards decide them together (src/guards/). No HTTP: each row is
+ * the run's state, the batch and what admission decides.
  */
 import t from 'tap'
-import { type Admission, type AdmissionCall, type AdmissionDecision, admit } from '../../src/batch/admit.js'
+import { admitThrough } from '../../src/guards/admission.js'
+import { limitsGuard } from '../../src/guards/limits.js'
+import { loopsGuard } from '../../src/guards/loops.js'
+import type { GuardedBatch, GuardRuntime } from '../../src/guards/types.js'
+import type { PreparationOutcome } from '../../src/model/call.js'
 import { resolveRunOptions } from '../../src/runs/options.js'
-import type { RepeatState, RunLimits } from '../../src/model/run.js'
+import { emptyStats } from '../../src/runs/stats.js'
+import type { RepeatState, RunLimits, RunRecord } from '../../src/model/run.js'
+import { ObserverList } from '../../src/telemetry/types.js'
+
+/** A call as admission reads it: its fingerprint, and its tool's `trackExactRepeats`. */
+interface AdmissionCall { fingerprint: string, tracked: boolean }
+
+type AdmissionDecision =
+  | { kind: 'admit', advisory: number | null }
+  | { kind: 'terminated', reason: string, count: number | null }
+
+interface Admission {
+  decisions: AdmissionDecision[]
+  repeat: RepeatState
+  admitted: number
+  advisories: number
+  termination: { reason: string, index: number } | null
+}
+
+/**
+ * Admits `calls` on a run with this streak, budget spent and limits through
+ * the limits and loops guards (cycles off: the rows are about exact
+ * repeats), and reads back what they decided and reported.
+ */
+function admit (repeat: RepeatState, soFar: number, lim: RunLimits, calls: readonly AdmissionCall[]): Admission {
+  const run = {
+    state: 'active',
+    terminationReason: null,
+    options: { limits: { ...lim, cycleAdvisoryRepetitions: 0, cycleTerminationRepetitions: 0 } },
+    counters: { turns: 1, toolCalls: soFar, totalTokens: 0 },
+    repeat,
+    admitted: null
+  } as unknown as RunRecord
+  const outcomes = calls.map((c, index) => ({ ok: true, index, id: `c${index}`, requestedName: 't', tool: { name: 't', trackExactRepeats: c.tracked }, arguments: {}, conflictKey: null })) as unknown as PreparationOutcome[]
+  const batch: GuardedBatch = { runId: 'r', tenant: 't', batchId: 'b', turn: 1, requestHash: 'h', scopes: new Set(), calls: [], outcomes, fingerprints: calls.map((c) => c.fingerprint) }
+  const guards = [limitsGuard, loopsGuard].map((g) => g.open(batch))
+  const a = admitThrough(guards, run, batch)
+  const reported = new Map<string, { action: string, count: number }>()
+  const view: GuardRuntime = {
+    observer: new ObserverList([{ repeatDetected: (info, action, count) => { reported.set(info.callId, { action, count }) } }]),
+    stats: emptyStats(),
+    policyMessages: [],
+    events: [],
+    onEvent: undefined,
+    stopped: () => false,
+    startedAt: 0
+  }
+  for (const g of guards) g.begin?.(view, a)
+  const decisions: AdmissionDecision[] = []
+  let advisories = 0
+  for (let i = 0; i < calls.length; i++) {
+    const verdict = a.verdicts[i] ?? { kind: 'go' }
+    for (const g of guards) g.report?.(i, verdict, a)
+    const r = reported.get(`c${i}`)
+    if (a.stop !== null && i >= a.cut) {
+      decisions.push({ kind: 'terminated', reason: a.stop.reason, count: r?.action === 'terminated' ? r.count : null })
+    } else {
+      if (r !== undefined) advisories++
+      decisions.push({ kind: 'admit', advisory: r?.count ?? null })
+    }
+  }
+  return { decisions, repeat: run.repeat, admitted: a.cut, advisories, termination: a.stop === null ? null : { reason: a.stop.reason, index: a.stop.index } }
+}
 
 /** The default limits (advisory at 3, termination at 8, no budget), as a run without options has them. */
 const DEFAULTS = resolveRunOptions({}, 4).limits

@@ -1,0 +1,136 @@
+/**
+ * Approvals (SPEC section 13) as one guard. Before the run is read: a
+ * prepared call of a tool that requires approval is screened `hold`, and
+ * the hold phase has this guard store the batch as its run's waiting batch,
+ * atomically with the run (the lease passed to no replica), for a 202.
+ * Whichever request or replica decides its last call takes it up
+ * (`BatchEngine.takeUpWaiting`): at its admission a denied call is settled
+ * `denied`, and as it closes each decision is recorded in its call's
+ * result and counted. Its slice of the run: `waiting`.
+ */
+import type { Clock } from '../clock.js'
+import { ProblemError } from '../errors.js'
+import { cancelledResult, deniedResult } from '../model/results.js'
+import type { RunRecord, RunStats } from '../model/run.js'
+import type { Store } from '../store/types.js'
+import { awaitingResponse } from '../approvals/hold.js'
+import { recordDecisions } from '../approvals/results.js'
+import type { ApprovalSettings } from '../approvals/types.js'
+import { announceHeld, heldIndexes, markBlockedRetries, toWaiting } from '../approvals/waiting.js'
+import { hold as holdRun } from '../runs/transitions.js'
+import type { AdmissionScope, BatchGuard, ClosingBatch, Guard, GuardedBatch, GuardRuntime, Held, Verdict } from './types.js'
+
+const NAME = 'approvals'
+
+/** What holding a batch reads and writes. */
+export interface ApprovalsDeps {
+  settings: ApprovalSettings | undefined
+  store: Pick<Store, 'updateRun' | 'waitingRuns'>
+  clock: Clock
+  /** Identifies this process in a run's lease. */
+  replicaId: string
+}
+
+class ApprovalsGuard implements BatchGuard {
+  readonly #batch: GuardedBatch
+  readonly #deps: ApprovalsDeps
+  readonly #settings: ApprovalSettings
+
+  constructor (batch: GuardedBatch, deps: ApprovalsDeps, settings: ApprovalSettings) {
+    this.#batch = batch
+    this.#deps = deps
+    this.#settings = settings
+  }
+
+  screen (verdicts: Verdict[]): void {
+    for (const i of heldIndexes(this.#batch.outcomes)) if (verdicts[i]?.kind === 'go') verdicts[i] = { kind: 'hold', by: NAME }
+  }
+
+  /**
+   * Stores the batch as its run's waiting batch; null when the run left
+   * `active` or the lease was lost meanwhile: the batch then goes on as any
+   * batch does.
+   */
+  async hold (rt: GuardRuntime): Promise<Held | null> {
+    const { store, clock, replicaId } = this.#deps
+    const batch = this.#batch
+    await this.#checkWaitingQuota()
+    const waiting = toWaiting({
+      batchId: batch.batchId,
+      requestHash: batch.requestHash,
+      turn: batch.turn,
+      scopes: batch.scopes,
+      format: batch.format,
+      now: clock.now(),
+      ttlMs: this.#settings.ttlMs,
+      outcomes: batch.outcomes,
+      events: [...rt.events],
+      calls: batch.calls
+    })
+    const announced = announceHeld(waiting)
+    let uncertain: RunRecord['uncertain']
+    const stored = await store.updateRun(batch.runId, (r) => {
+      markBlockedRetries(waiting, r.uncertain, batch.outcomes, batch.fingerprints)
+      uncertain = r.uncertain
+      return holdRun(r, waiting, replicaId, this.#settings.graceMs)
+    })
+    if (!stored.found || !stored.value) return null
+    for (const e of announced) rt.onEvent?.(e)
+    const body = awaitingResponse(batch.runId, waiting, { state: 'active', terminationReason: null, uncertain })
+    return { body, held: body.approvals.length }
+  }
+
+  /**
+   * A tenant's waiting batches pin their runs: past its quota the batch is
+   * refused (429, its lease released, nothing of it run), so one tenant
+   * cannot pin the store full for the others (SPEC section 19).
+   */
+  async #checkWaitingQuota (): Promise<void> {
+    const max = this.#settings.maxWaitingPerTenant
+    if (max === undefined) return
+    const { tenant, runId } = this.#batch
+    let waiting = 0
+    for (const run of await this.#deps.store.waitingRuns()) if (run.tenant === tenant && run.runId !== runId) waiting++
+    if (waiting >= max) {
+      throw new ProblemError('quota_exceeded', `This tenant has ${waiting} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
+    }
+  }
+}
+
+/** A batch taken up after it waited: the decisions on its held calls. */
+class DecidedGuard implements BatchGuard {
+  readonly #batch: GuardedBatch
+  readonly #decisions: NonNullable<GuardedBatch['decisions']>
+
+  constructor (batch: GuardedBatch, decisions: NonNullable<GuardedBatch['decisions']>) {
+    this.#batch = batch
+    this.#decisions = decisions
+  }
+
+  admit (scope: AdmissionScope): void {
+    this.#decisions.forEach((d, i) => {
+      const o = this.#batch.outcomes[i]
+      if (d?.approve !== false || o?.ok !== true) return
+      // A call its caller withdrew before anyone decided is cancelled, not denied.
+      scope.verdict(i, { kind: 'settle', result: d.withdrawn === true ? cancelledResult(o, 'cancelled') : deniedResult(o, d), by: NAME })
+    })
+  }
+
+  beforeClose (closing: ClosingBatch, rt: { stats: RunStats }): void {
+    recordDecisions(closing.results, this.#decisions, rt.stats)
+  }
+}
+
+const NOTHING: BatchGuard = {}
+
+/** The guard; with no settings (approvals off), nothing is held. */
+export function approvalsGuard (deps: ApprovalsDeps): Guard {
+  return {
+    name: NAME,
+    open: (batch) => {
+      if (batch.decisions !== undefined) return new DecidedGuard(batch, batch.decisions)
+      if (deps.settings === undefined || heldIndexes(batch.outcomes).length === 0) return NOTHING
+      return new ApprovalsGuard(batch, deps, deps.settings)
+    }
+  }
+}

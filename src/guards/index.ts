@@ -1,0 +1,42 @@
+/**
+ * The run-level rules, registered: the batch's phases call each guard's
+ * hooks in this order (src/guards/types.ts). The order is the rules'
+ * precedence: the call budget cuts a batch before the loop detectors walk
+ * it; a person's denial settles a call before retry safety weighs it.
+ * A new rule is one guard file and one line here.
+ */
+import type { Clock } from '../clock.js'
+import type { UncertainWrites } from '../uncertain/service.js'
+import { type ApprovalsDeps, approvalsGuard } from './approvals.js'
+import { limitsGuard } from './limits.js'
+import { loopsGuard } from './loops.js'
+import { retrySafetyGuard } from './retry-safety.js'
+import type { BatchGuard, Guard, GuardedBatch, ResetCause } from './types.js'
+import type { RunRecord } from '../model/run.js'
+
+/** What the registered guards are built with. */
+export interface GuardSetup extends ApprovalsDeps {
+  clock: Clock
+  /** Retry safety's service (indexing and recovering uncertain writes), when there is one. */
+  uncertain?: UncertainWrites | undefined
+}
+
+/** The registered guards, in the order their hooks run. */
+export function registerGuards (setup: GuardSetup): Guard[] {
+  return [
+    limitsGuard,
+    loopsGuard,
+    approvalsGuard(setup),
+    retrySafetyGuard(setup.uncertain, setup.clock)
+  ]
+}
+
+/** Each guard's part in one batch, in registration order. */
+export function openGuards (guards: readonly Guard[], batch: GuardedBatch): BatchGuard[] {
+  return guards.map((g) => g.open(batch))
+}
+
+/** Inside the run's atomic update: every guard's slice of the run starts over. */
+export function resetGuards (guards: readonly Guard[], run: RunRecord, cause: ResetCause): void {
+  for (const g of guards) g.reset?.(run, cause)
+}

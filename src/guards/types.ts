@@ -1,0 +1,151 @@
+/**
+ * The guard seam: one interface for the run-level rules (SPEC sections 3,
+ * 6, 13, 14, 15). Each rule is a `Guard`, registered once in
+ * `src/guards/index.ts`; for each batch it opens a `BatchGuard`, whose hooks
+ * the batch's phases call in fixed places, in registration order, without
+ * naming the rule:
+ *
+ * | hook | when | where it runs |
+ * | --- | --- | --- |
+ * | `screen` | the calls are prepared, before the run is read | pure: `hold` verdicts |
+ * | `hold` | a call was screened `hold` | the hold phase: stores the batch, answers the 202's body |
+ * | `admit`, `count` | admission | inside the run's atomic update (re-run when a store retries it) |
+ * | `begin`, `report` | settle: before and as each call is settled or listed to run | in this process |
+ * | `beforeEpoch`, `acquire`, `release` | execute: before an epoch's dispatches, around each call's dispatch | in this process |
+ * | `afterEpoch` | after each epoch, and before the answer | may stop the run |
+ * | `beforeClose`, `close`, `closed` | answer: before, inside and after the batch's final atomic update | |
+ * | `Guard.reset` | `POST .../messages` | inside the run's atomic update |
+ *
+ * Each guard owns its slice of the run record (the call budget, the loop
+ * streaks, the unresolved uncertain writes, the waiting batch) and of the
+ * admission start (`RunRecord.admitted`).
+ */
+import type { Clock } from '../clock.js'
+import type { PreparationOutcome, PreparedCall, RawCall } from '../model/call.js'
+import type { BatchEvent, CallResult, PolicyMessage } from '../model/result.js'
+import type { StopReason } from '../model/results.js'
+import type { RunRecord, RunStats } from '../model/run.js'
+import type { Decision } from '../model/waiting.js'
+import type { ObserverList } from '../telemetry/types.js'
+
+/**
+ * A guard's word on one call at admission (or, `hold`, before it): `go`
+ * (as far as this guard is concerned), `hold` (the batch waits for someone),
+ * `settle` (answered now with `result`, never dispatched), `as` (dispatched
+ * under another operation id: the operation was sent before, and an action
+ * settles its receipt). `by` names the guard. The first guard in
+ * registration order that says more than `go` decides.
+ */
+export type Verdict =
+  | { readonly kind: 'go' }
+  | { readonly kind: 'hold', readonly by: string }
+  | { readonly kind: 'settle', readonly result: CallResult, readonly by: string }
+  | { readonly kind: 'as', readonly operationId: string, readonly by: string }
+
+export const GO: Verdict = { kind: 'go' }
+
+/** What every guard knows of a batch once its calls are prepared. */
+export interface GuardedBatch {
+  runId: string
+  tenant: string
+  batchId: string
+  turn: number
+  requestHash: string
+  scopes: ReadonlySet<string>
+  format?: string | undefined
+  calls: readonly RawCall[]
+  outcomes: readonly PreparationOutcome[]
+  fingerprints: readonly string[]
+  /** A batch taken up after it waited for approvals: the decision on each held call, by call index. */
+  decisions?: ReadonlyArray<Decision | undefined> | undefined
+}
+
+/** Where a batch's admission started, kept in the run (`RunRecord.admitted`): each guard keeps its slice there. */
+export type AdmissionStart = NonNullable<RunRecord['admitted']>
+
+/** A run-level termination decided at admission: every call from `index` on is terminated with `reason`. */
+export interface Stop { index: number, reason: StopReason, by: string }
+
+/** Admission as the guards see it, inside the run's atomic update. */
+export interface AdmissionScope {
+  readonly run: RunRecord
+  readonly start: AdmissionStart
+  readonly batch: GuardedBatch
+  /** Calls before it go on to their verdicts; the rest are terminated (`stop`). */
+  readonly cut: number
+  readonly stop: Stop | null
+  /** Terminates the run at call `index`, unless an earlier call terminated it already. */
+  terminate: (index: number, reason: StopReason, by: string) => void
+  /** A verdict on call `index`; one that an earlier guard gave stays. */
+  verdict: (index: number, v: Verdict) => void
+}
+
+/** What admission decided, as the batch keeps it. Plain data. */
+export interface Admitted {
+  /** By call index; `GO` where no guard spoke. */
+  verdicts: Verdict[]
+  cut: number
+  stop: Stop | null
+  /** Set when the run was not active: nothing may start, every call is cancelled. */
+  notActive: string | null
+}
+
+/** The batch as guards see it while it runs in this process. */
+export interface GuardRuntime {
+  readonly observer: ObserverList
+  /** The batch's contribution to the run's figures. */
+  readonly stats: RunStats
+  readonly policyMessages: PolicyMessage[]
+  /** The host-visible events so far. */
+  readonly events: readonly BatchEvent[]
+  readonly onEvent: ((event: BatchEvent) => void) | undefined
+  /** The batch was stopped (cancel, timeout, client gone, a loop). */
+  readonly stopped: () => boolean
+  /** When the batch started here (performance.now()). */
+  readonly startedAt: number
+}
+
+/** What a guard reads of a batch as it closes. */
+export interface ClosingBatch {
+  readonly results: readonly CallResult[]
+  /** By call index: the calls dispatched, and the operation id each went under. */
+  readonly dispatched: ReadonlyArray<PreparedCall | undefined>
+  readonly operations: ReadonlyArray<string | undefined>
+}
+
+/** The 202 a held batch answers: its body, and how many calls wait. */
+export interface Held { body: unknown, held: number }
+
+/** One rule's part in one batch. Every hook is optional; see the table at the top of this file. */
+export interface BatchGuard {
+  screen?: (verdicts: Verdict[]) => void
+  hold?: (rt: GuardRuntime) => Promise<Held | null>
+  admit?: (scope: AdmissionScope) => void
+  count?: (scope: AdmissionScope) => void
+  begin?: (rt: GuardRuntime, admitted: Admitted) => void
+  report?: (index: number, verdict: Verdict, admitted: Admitted) => void
+  /** Before the first dispatch of an epoch (one store round trip for the epoch's writes, say). */
+  beforeEpoch?: (epoch: number, indexes: readonly number[]) => Promise<void> | void
+  acquire?: (index: number) => Promise<void> | void
+  release?: (index: number) => void
+  afterEpoch?: (results: readonly CallResult[]) => StopReason | null
+  beforeClose?: (closing: ClosingBatch, rt: GuardRuntime) => Promise<void> | void
+  close?: (run: RunRecord) => void
+  closed?: () => void
+}
+
+/** Why the run's streaks start over: a user message (`POST .../messages`), or the run's end. */
+export type ResetCause = 'message' | 'end'
+
+/** A run-level rule, registered once (src/guards/index.ts). */
+export interface Guard {
+  readonly name: string
+  open: (batch: GuardedBatch) => BatchGuard
+  /** Inside the run's atomic update: the rule's slice of the run starts over. */
+  reset?: (run: RunRecord, cause: ResetCause) => void
+}
+
+/** What guards are built with. */
+export interface GuardDeps {
+  clock: Clock
+}
