@@ -75,7 +75,7 @@ export type ToolDefinition = {
   idempotent?: boolean
   execution?: "auto" | "parallel" | "sequential"
   conflictKey?: string
-  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica */
   conflictScope?: "run" | "tenant"
   /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
   conflictWaitMs?: number
@@ -178,6 +178,7 @@ export type BatchResponse = {
       message?: string
       blockedBy?: string
       blockedByOperation?: string
+      blockedByRun?: string
       /** The call's conflict key as filled from its prepared arguments: calls with the same key never overlap. */
       conflictKey?: string
       /** Why the call started after its epoch began: every slot (`maxConcurrentTools`) was taken, or a running call held its conflict key. */
@@ -390,7 +391,7 @@ export interface Operations {
         idempotent?: boolean
         execution?: "auto" | "parallel" | "sequential"
         conflictKey?: string
-        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica */
         conflictScope?: "run" | "tenant"
         /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
         conflictWaitMs?: number
@@ -761,7 +762,7 @@ export interface Operations {
             idempotent?: boolean
             execution?: "auto" | "parallel" | "sequential"
             conflictKey?: string
-            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica */
             conflictScope?: "run" | "tenant"
             /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
             conflictWaitMs?: number
@@ -909,6 +910,27 @@ export interface Operations {
         [key: string]: unknown
       }; "400": Problem; "401": Problem; "403": Problem; "404": Problem; "429": Problem; "500": Problem; "503": Problem; "4XX": ClientError }
   }
+  /** The tenant's unresolved uncertain writes, oldest first */
+  listTenantUncertainWrites: {
+    input: {  }
+    responses: { "200": {
+        uncertain: Array<{
+          operationId: string
+          runId: string
+          callId: string
+          tool: string
+          conflictKey: string | null
+          /** tenant: the write blocks later writes with its conflict key from every run of the tenant until it is resolved */
+          conflictScope: "run" | "tenant"
+          /** why its outcome is unknown: the exchange's cause (`timeout`, `connection_closed`, …) or `replica_lost` (the replica sending it died) */
+          cause: string
+          /** when it was recorded, ISO 8601 */
+          since: string
+          [key: string]: unknown
+        }>
+        [key: string]: unknown
+      }; "401": Problem; "403": Problem; "429": Problem; "500": Problem; "503": Problem; "4XX": ClientError }
+  }
   /** Resolves an unresolved uncertain write */
   resolveUncertainWrite: {
     input: { params: { operationId: string }; body: ({
@@ -1040,6 +1062,7 @@ export const OPERATIONS = {
   mcpRunPost: { method: 'POST', path: '/v1/runs/{runId}/mcp' },
   mcpRunDelete: { method: 'DELETE', path: '/v1/runs/{runId}/mcp' },
   listRunUncertainWrites: { method: 'GET', path: '/v1/runs/{runId}/uncertain' },
+  listTenantUncertainWrites: { method: 'GET', path: '/v1/uncertain' },
   resolveUncertainWrite: { method: 'POST', path: '/v1/receipts/{operationId}/resolve' },
   listApprovals: { method: 'GET', path: '/v1/approvals' },
   decideApprovals: { method: 'POST', path: '/v1/runs/{runId}/batches/{batchId}/approvals' },
