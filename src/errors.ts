@@ -55,7 +55,7 @@ export const CALL_ERRORS = {
   executor_redirect: 'The tool answered with a redirect, which is not followed',
   executor_failed: 'A read got no readable answer; it had no effect',
   outcome_unknown: 'A write may have reached the tool; no definitive answer came back',
-  store_unavailable: "The store could not be reached for an action's receipt or a tenant-scoped key; the call was not sent",
+  store_unavailable: "The store could not be reached for an action's receipt, a write's write-ahead record or a tenant-scoped key; the call was not sent",
   conflict_key_busy: 'Not run: another call held its tenant-scoped conflict key for the whole wait',
   projection_failed: "An action's receipt projection failed",
   internal_error: 'The call failed inside toolgate',

@@ -63,7 +63,7 @@ class Execution implements RunnerHooks {
     this.#rt = rt
     this.#prepared = ready.prepared
     this.#guards = ready.guards
-    this.#epochGuards = ready.guards.filter((g) => g.beforeEpoch !== undefined)
+    this.#epochGuards = ready.guards.filter((g) => g.beforeEpoch !== undefined || g.refuse !== undefined)
     this.#callGuards = ready.guards.filter((g) => g.acquire !== undefined || g.release !== undefined)
     this.#context = {
       runId: state.runId,
@@ -73,6 +73,11 @@ class Execution implements RunnerHooks {
       onAnswer: (call, answer) => {
         const failure = executorFailureOf(answer, call.tool.action !== null)
         if (failure !== null) this.#failures[call.index] = failure
+      },
+      // An MCP server's progress: the `call.progress` event (lifecycle audience), its numbers only.
+      onProgress: (call, update) => {
+        const info = this.#started.find((i) => i !== undefined && i.callId === call.id)
+        if (info !== undefined) this.#rt.recorder.callProgress(info, update)
       }
     }
     this.#identity = { runId: state.runId, tenant: state.tenant, createdAt: state.createdAt }
@@ -96,7 +101,15 @@ class Execution implements RunnerHooks {
 
   /** A dispatch with the guards' steps: before its epoch's first dispatch (once per epoch), and around the call's own. */
   async #guardedDispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
-    if (this.#epochGuards.length > 0) await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
+    if (this.#epochGuards.length > 0) {
+      await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
+      for (const g of this.#epochGuards) {
+        const refused = g.refuse?.(c.index)
+        if (refused === undefined) continue
+        if (refused.stop !== undefined) this.#rt.controller.abort(refused.stop)
+        return { value: { status: refused.status, content: refused.content, isError: true, details: refused.details }, uncertain: false, closeBatch: false }
+      }
+    }
     for (const g of this.#callGuards) await g.acquire?.(c.index)
     try {
       return await this.#dispatch(c, epoch)
@@ -125,7 +138,7 @@ class Execution implements RunnerHooks {
     const argumentsJson = args.plain ? args.text : undefined
     const send = (sent: PreparedCall): Promise<DispatchOutcome<ActionOutcome>> => {
       if (sent.tool.action === null) return dispatchPlain(this.#context, sent, opId, headers, argumentsJson)
-      const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
+      const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
       const approvedAt = state.approvals?.decisions[sent.index]?.at
       if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
       return (again !== null ? retryAction : dispatchAction)(ctx, sent, opId, prepared.preparedAt, headers, argumentsJson)
