@@ -94,6 +94,8 @@ export const BatchEvent = Type.Object({
   action: Type.Optional(Type.String()),
   kind: Type.Optional(Type.String({ description: 'tool.repeat_detected: exact, cycle, errors or no_progress' })),
   count: Type.Optional(Type.Integer()),
+  progress: Type.Optional(Type.Number({ description: "call.progress: the executor's progress so far (an MCP server's notifications/progress)" })),
+  total: Type.Optional(Type.Number({ description: 'call.progress: the total, when the executor knows one' })),
   reason: Type.Optional(Type.String()),
   size: Type.Optional(Type.Integer())
 })

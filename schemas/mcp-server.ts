@@ -26,13 +26,37 @@ const Common = {
   tools: Type.Optional(Type.Record(RemoteToolName, McpToolOverride, { description: "Overrides by the server's own tool name; they win over annotations." }))
 }
 
+/** An environment variable a secret may be read from, so that the tools file holds none (SPEC §18). */
+export const SECRET_ENV_PATTERN = '^MCP_SECRET_[A-Z0-9_]{1,100}$'
+const SecretEnv = Type.String({ pattern: SECRET_ENV_PATTERN, description: 'The name of an environment variable of toolgate that holds the secret (MCP_SECRET_*).' })
+const OAuthUrl = Type.String({ minLength: 1, maxLength: 2048 })
+
+/** OAuth 2.1 client credentials for a Streamable HTTP server (SPEC §18): one of the client's secret or a private key. */
+export const McpOAuth = Type.Object({
+  clientId: Type.String({ minLength: 1, maxLength: 512 }),
+  clientSecret: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Sent by HTTP Basic (client_secret_basic). Never shown or logged.' })),
+  clientSecretEnv: Type.Optional(SecretEnv),
+  privateKeyJwt: Type.Optional(Type.Object({
+    privateKey: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'PKCS#8 or PKCS#1/SEC1 PEM. Never shown or logged.' })),
+    privateKeyEnv: Type.Optional(SecretEnv),
+    alg: Type.Union([Type.Literal('RS256'), Type.Literal('ES256')]),
+    kid: Type.Optional(Type.String({ minLength: 1, maxLength: 256 }))
+  }, { additionalProperties: false, description: 'A signed JWT assertion (private_key_jwt, RFC 7523) in place of a secret.' })),
+  tokenUrl: Type.Optional(OAuthUrl),
+  issuer: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: "The authorization server's issuer: discovery must find this one (else credentials go wherever the MCP server's metadata points); the JWT assertion's aud." })),
+  scope: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+  resource: Type.Optional(OAuthUrl)
+}, { additionalProperties: false })
+export type McpOAuth = Static<typeof McpOAuth>
+
 const HeaderValues = Type.Record(Type.String({ minLength: 1, maxLength: 256, pattern: '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$' }), Type.String({ maxLength: 8192 }))
 
 export const McpHttpServer = Type.Object({
   ...Common,
   transport: Type.Literal('streamableHttp'),
   url: Type.String({ minLength: 1, maxLength: 2048 }),
-  headers: Type.Optional(HeaderValues)
+  headers: Type.Optional(HeaderValues),
+  oauth: Type.Optional(McpOAuth)
 }, { additionalProperties: false })
 
 export const McpStdioServer = Type.Object({
@@ -62,6 +86,15 @@ export const McpServerView = Type.Object({
   url: Type.Optional(Type.String()),
   command: Type.Optional(Type.String()),
   headerNames: Type.Optional(Type.Array(Type.String(), { description: 'The names of the headers sent; their values are never shown.' })),
+  oauth: Type.Optional(Type.Object({
+    clientId: Type.String(),
+    method: Type.Union([Type.Literal('client_secret_basic'), Type.Literal('private_key_jwt')]),
+    tokenUrl: Type.Optional(Type.String()),
+    issuer: Type.Optional(Type.String()),
+    scope: Type.Optional(Type.String()),
+    resource: Type.Optional(Type.String()),
+    secretFrom: Type.Optional(Type.String({ description: 'The environment variable the secret or key is read from.' }))
+  }, { additionalProperties: false, description: 'How toolgate gets its access token; never the secret, the key or the token.' })),
   trust: Type.Union([Type.Literal('untrusted'), Type.Literal('trusted')]),
   prefix: Type.String(),
   pinning: Type.Union([Type.Literal('off'), Type.Literal('on')]),

@@ -15,7 +15,7 @@ export const TERMINATION_REASONS = [
 ] as const satisfies readonly TerminationReason[]
 
 export const EVENT_TYPES = [
-  'batch.started', 'epoch.started', 'call.started', 'call.completed', 'epoch.settled', 'tool.repeat_detected', 'run.terminated', 'batch.completed',
+  'batch.started', 'epoch.started', 'call.started', 'call.progress', 'call.completed', 'epoch.settled', 'tool.repeat_detected', 'run.terminated', 'batch.completed',
   'batch.awaiting_approval', 'call.awaiting_approval', 'call.approved', 'call.denied'
 ] as const satisfies ReadonlyArray<BatchEvent['type']>
 

@@ -19,6 +19,7 @@ export const ToolDefinition = Type.Object({
   executor: Type.Object({
     url: Type.String({ minLength: 1, maxLength: 2048 }),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30000 })),
+    maxTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 36_000_000, description: "Longest a call may take in all while its executor's progress reports reset timeoutMs (an MCP server's tools); default 10 times timeoutMs" })),
     statusUrl: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'asked GET ?operationId=<id> for the outcome of an uncertain write' }))
   }, { additionalProperties: false }),
   readOnly: Type.Optional(Type.Boolean({ default: false })),

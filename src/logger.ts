@@ -8,7 +8,7 @@ import { IsoTime } from './iso-time.js'
  * fingerprints are derived from arguments.
  */
 export const REDACTED_KEYS: ReadonlySet<string> = new Set([
-  'authorization', 'cookie', 'apiKey',
+  'authorization', 'cookie', 'apiKey', 'clientSecret', 'privateKey', 'accessToken',
   'arguments', 'body', 'bodyText', 'content', 'intent', 'receipt',
   'conflictKey', 'fingerprint'
 ])

@@ -76,6 +76,8 @@ export interface ServiceOverrides {
   clock?: Clock
   /** How often this replica sweeps for expired approvals; 0 leaves it to `approvals.sweep()`. @default 1000 */
   approvalSweepMs?: number
+  /** Where MCP servers' `oauth` secrets named by environment variable are read. @default process.env */
+  env?: Readonly<Record<string, string | undefined>>
   /** Run-level rules after the registered ones (src/guards/): a test's probe of the guard seam. */
   moreGuards?: readonly Guard[]
 }
@@ -116,6 +118,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     maxTools: config.mcpMaxTools,
     maxResponseBytes: config.maxExecutorResponseBytes,
     pins,
+    // Read here, once: the only secrets taken from the environment are those a server's oauth names (MCP_SECRET_*).
+    env: overrides.env ?? process.env,
     ...(overrides.mcpReconnect === undefined ? {} : { reconnect: overrides.mcpReconnect })
   })
   const uncertain = new UncertainWrites({

@@ -56,8 +56,11 @@ const DECLINE: ElicitationAnswer = Object.freeze({ action: 'decline' })
 export class Elicitations {
   readonly #opts: ElicitationOptions
   readonly #pending = new Map<string, Entry>()
-  /** Schemas come from servers toolgate may not trust: patterns match in linear time, and the cost is checked before a compile. */
-  readonly #ajv = new Ajv2020({ strict: false, allErrors: false, code: { regExp: linearRegExp } })
+  /**
+   * Schemas come from servers toolgate may not trust: patterns match in linear time, and the cost is checked before a compile.
+   * A field the answer leaves out gets the schema's `default` (SEP-1034): validation fills it into the copy it checks.
+   */
+  readonly #ajv = new Ajv2020({ strict: false, allErrors: false, useDefaults: true, code: { regExp: linearRegExp } })
 
   constructor (opts: ElicitationOptions) {
     this.#opts = opts
@@ -150,7 +153,7 @@ export class Elicitations {
     }
     const answers = decisions.map((d, i): ElicitationAnswer => {
       if (!d.approve) return DECLINE
-      const content = d.content ?? {}
+      const content = isObject(d.content) ? { ...d.content } : d.content ?? {}
       if (!isObject(content) || !entries[i]!.validate(content)) {
         throw new ProblemError('invalid_request', `The content for call ${d.callId} does not match the schema the server asked for.`)
       }
@@ -174,7 +177,7 @@ export class Elicitations {
 function clientAnswer (answer: Record<string, unknown>, validate: ValidateFunction): ElicitationAnswer | null {
   if (answer.action === 'decline' || answer.action === 'cancel') return { action: answer.action }
   if (answer.action !== 'accept') return null
-  const content = answer.content ?? {}
+  const content = isObject(answer.content) ? { ...answer.content } : answer.content ?? {}
   return isObject(content) && validate(content) ? { action: 'accept', content } : null
 }
 

@@ -46,6 +46,8 @@ export interface DispatchContext {
   bodyPrefix: string
   /** The executor of tools that name none of their own: toolgate's HTTP executor protocol. */
   http: Executor
+  /** Told each progress report of a call's executor (an MCP server's), numbers only: the batch's `call.progress` event. */
+  onProgress?: (call: ExecutorCall, update: { progress: number, total?: number | undefined }) => void
 }
 
 /** What an executor reads of a prepared call (src/model/call.ts): a `PreparedCall` is one. */
@@ -54,7 +56,8 @@ export interface ExecutorCall {
   readonly arguments: Record<string, unknown>
   readonly tool: {
     readonly name: string
-    readonly executor: { readonly url: string, readonly timeoutMs: number, readonly via?: Executor }
+    /** `maxTimeoutMs`: the longest the call may take in all while progress resets `timeoutMs` (SPEC §18). */
+    readonly executor: { readonly url: string, readonly timeoutMs: number, readonly maxTimeoutMs?: number, readonly via?: Executor }
   }
 }
 

@@ -7,7 +7,7 @@ import { IsoTime } from '../iso-time.js'
 const EVENT_TIMES = new IsoTime()
 
 /** Tool lifecycle events stay internal under the stock audience policy. */
-const LIFECYCLE = new Set<BatchEvent['type']>(['epoch.started', 'epoch.settled', 'call.started', 'call.completed', 'tool.repeat_detected'])
+const LIFECYCLE = new Set<BatchEvent['type']>(['epoch.started', 'epoch.settled', 'call.started', 'call.progress', 'call.completed', 'tool.repeat_detected'])
 
 /**
  * Numbers events in the real order they happen and keeps those the run's
@@ -54,6 +54,12 @@ export class EventRecorder implements BatchObserver {
   callStarted (call: { callId: string, tool: string, epoch: number | null }): void {
     if (!this.#lifecycle) return
     this.emit({ type: 'call.started', callId: call.callId, tool: call.tool, ...(call.epoch === null ? {} : { epoch: call.epoch }) })
+  }
+
+  /** An executor's progress report during a call (an MCP server's): its numbers, never its message. */
+  callProgress (call: { callId: string, tool: string, epoch: number | null }, update: { progress: number, total?: number | undefined }): void {
+    if (!this.#lifecycle) return
+    this.emit({ type: 'call.progress', callId: call.callId, tool: call.tool, ...(call.epoch === null ? {} : { epoch: call.epoch }), progress: update.progress, ...(update.total === undefined ? {} : { total: update.total }) })
   }
 
   callSettled (call: { callId: string, tool: string, epoch: number | null, status: string, durationMs: number | null }): void {

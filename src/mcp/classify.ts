@@ -3,6 +3,7 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { UNSENT_CODES } from '../dispatch/client.js'
 import type { ExecutorAnswer } from '../dispatch/executor.js'
 import { ResponseTooLargeError } from './bounded-fetch.js'
+import { OAuthError } from './oauth.js'
 
 /** The SDK's own message when the transport closes under a pending request (Protocol._onclose). */
 const CONNECTION_CLOSED = `MCP error ${ErrorCode.ConnectionClosed}: Connection closed`
@@ -18,6 +19,8 @@ const NOT_CONNECTED = 'Not connected'
 export function classifyCallError (err: unknown): ExecutorAnswer {
   // Cut by toolgate past TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES: the tool may have run.
   if (err instanceof ResponseTooLargeError) return { kind: 'unknown', code: 'response_too_large' }
+  // No token: the request never left, or the server refused it (401) before processing it.
+  if (err instanceof OAuthError) return { kind: 'unsent', code: 'oauth_failed' }
   if (err instanceof McpError) {
     // The SDK's timeout carries the timeout it waited for; a server's own error has no reason to.
     if (err.code === ErrorCode.RequestTimeout && (err.data as { timeout?: unknown } | undefined)?.timeout !== undefined) return { kind: 'unknown', code: 'timeout' }
@@ -57,6 +60,7 @@ function unsentCode (err: unknown): string | null {
  */
 export function describeFailure (err: unknown): string {
   if (err instanceof ResponseTooLargeError) return err.message
+  if (err instanceof OAuthError) return `OAuth: ${err.message}`
   if (err instanceof McpError) {
     if (err.code === ErrorCode.RequestTimeout) return 'timed out'
     if (err.code === ErrorCode.ConnectionClosed) return 'the connection closed'

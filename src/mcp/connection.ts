@@ -13,6 +13,7 @@ import type { CallRelay } from '../dispatch/relays.js'
 import type { ElicitationAnswer, ElicitationQuestion } from '../approvals/elicitations.js'
 import { type BoundedCall, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { classifyCallError, describeFailure } from './classify.js'
+import type { OAuthTokens } from './oauth.js'
 import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, boundedProblems } from './import.js'
 
 /** A server's state as the admin API shows it. */
@@ -41,6 +42,8 @@ export interface ConnectionOptions {
   clock?: Clock
   /** Longest tools/call answer read (TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES). */
   maxResponseBytes?: number
+  /** The server's access token (its `oauth` settings), kept across reconnects. */
+  oauth?: OAuthTokens | undefined
 }
 /** A tools/list page as toolgate reads it: each tool is checked on its own at import, so one bad tool does not hide the others. */
 const LooseListToolsResult = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() })
@@ -58,6 +61,10 @@ export interface CallHooks {
   relay?: CallRelay | undefined
   /** Puts a server's `elicitation/create` about this call to whoever answers it (SPEC section 18). */
   elicit?: ((question: ElicitationQuestion, signal: AbortSignal) => Promise<ElicitationAnswer>) | undefined
+  /** Told each progress report of this call (the batch's `call.progress` event). */
+  progress?: ((update: { progress: number, total?: number | undefined }) => void) | undefined
+  /** The longest the call may take in all while progress resets its timeout: the tool's executor.maxTimeoutMs. @default the server's maxTimeoutMs */
+  maxTimeoutMs?: number | undefined
 }
 /** The `_meta` key a server may name its call by in a request about it: the call's operation id, as sent in tools/call. */
 const OPERATION_META = 'toolgate/operationId'
@@ -78,6 +85,7 @@ export class McpConnection {
   readonly #reconnect: ReconnectPolicy
   readonly #clock: Clock
   readonly #maxResponseBytes: number
+  readonly #oauth: OAuthTokens | undefined
   /** tools/call requests in flight over Streamable HTTP, by operation id: the bounded fetch stops one whose answer is too long. */
   readonly #inFlight = new Map<string, BoundedCall>()
   /** Calls in flight that have a caller to relay to, by operation id. */
@@ -111,6 +119,7 @@ export class McpConnection {
     this.#reconnect = reconnect
     this.#clock = options.clock ?? systemClock
     this.#maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024
+    this.#oauth = options.oauth
   }
 
   get state (): ServerState { return this.#state }
@@ -206,7 +215,7 @@ export class McpConnection {
     // timer, not the SDK's maxTotalTimeout: that one rejects with an error that reads like the
     // server's and sends no notifications/cancelled; aborting with the SDK's own timeout error does
     // both (the server is told, and the write is uncertain, cause timeout).
-    const maxTotalMs = Math.max(timeoutMs, this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
+    const maxTotalMs = Math.max(timeoutMs, hooks.maxTimeoutMs ?? this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
     const total = this.#clock.setTimeout(() => { abort.abort(McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: maxTotalMs })) }, maxTotalMs)
     try {
       // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
@@ -220,7 +229,10 @@ export class McpConnection {
           timeout: timeoutMs,
           signal: abort.signal,
           resetTimeoutOnProgress: true,
-          onprogress: (p: { progress: number, total?: number, message?: string }) => { relay?.progress(p) }
+          onprogress: (p: { progress: number, total?: number, message?: string }) => {
+            relay?.progress(p)
+            hooks.progress?.({ progress: p.progress, total: p.total })
+          }
         }
       )
       if (this.definition.transport === 'stdio' && tooLong(result, this.#maxResponseBytes)) return { kind: 'unknown', code: 'response_too_large' }
@@ -418,7 +430,8 @@ export class McpConnection {
       })
     }
     return new StreamableHTTPClientTransport(new URL(def.url), {
-      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight),
+      // The bearer token goes under the bound: a 401 answered and retried with a new token is not read.
+      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight, this.#oauth?.wrap(fetch)),
       ...(def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
     })
   }

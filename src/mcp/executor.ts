@@ -36,8 +36,11 @@ export class McpToolExecutor implements Executor {
   async send (ctx: DispatchContext, call: ExecutorCall, operationId: string, trace: Readonly<Record<string, string>> | undefined): Promise<ExecutorAnswer> {
     const relay = this.#relays?.get(ctx.runId, call.id)
     const elicitations = this.#elicitations
+    const onProgress = ctx.onProgress
     const hooks: CallHooks = {
       relay,
+      maxTimeoutMs: call.tool.executor.maxTimeoutMs,
+      progress: onProgress === undefined ? undefined : (update) => { onProgress(call, update) },
       elicit: elicitations === undefined
         ? undefined
         : (question, signal) => elicitations.ask({ runId: ctx.runId, batchId: ctx.batchId, callId: call.id, tool: call.tool.name, arguments: call.arguments }, question, relay, signal)

@@ -128,7 +128,7 @@ export function planImport (settings: ImportSettings, listed: readonly unknown[]
       name,
       description: (tool.description ?? '').slice(0, MAX_DESCRIPTION),
       inputSchema: withoutForeignDialect(tool.inputSchema),
-      executor: { url: mcpToolUrl(settings.name, tool.name), timeoutMs: settings.timeoutMs },
+      executor: { url: mcpToolUrl(settings.name, tool.name), timeoutMs: settings.timeoutMs, ...(settings.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: settings.maxTimeoutMs }) },
       readOnly: trusted && tool.annotations?.readOnlyHint === true
     }
     if (HAS_IDEMPOTENT && trusted && tool.annotations?.idempotentHint === true) definition.idempotent = true

@@ -17,6 +17,8 @@ import { changesBetween, pinOf } from './pins.js'
 import { MemoryToolPins, type ToolPin, type ToolPins } from '../store/tool-pins.js'
 import type { CallRelays } from '../dispatch/relays.js'
 import type { Elicitations } from '../approvals/elicitations.js'
+import { type SecretEnvironment, oauthCredentials, oauthProblems, oauthView } from './oauth-credentials.js'
+import { OAuthTokens } from './oauth.js'
 
 /** A server definition that cannot be used; `problems` names each thing wrong. */
 export class InvalidMcpServerError extends Error {
@@ -46,6 +48,8 @@ export interface McpServersOptions {
   maxResponseBytes?: number
   /** Where tool definitions are pinned (shared by replicas on a shared store). @default this process's memory */
   pins?: ToolPins
+  /** Where an `oauth` setting's `*Env` secrets are read (toolgate's environment). @default none */
+  env?: SecretEnvironment
 }
 
 /** A tool as the pins route shows it (SPEC §18). */
@@ -169,6 +173,10 @@ export class McpServers {
         else if (url.username !== '' || url.password !== '') problems.push('/url: must not carry credentials (use headers)')
         else if (this.#opts.allowedOrigins !== null && !this.#opts.allowedOrigins.includes(url.origin)) problems.push(`/url: origin ${url.origin} is not in TOOLGATE_EXECUTOR_ALLOWED_ORIGINS`)
       }
+    }
+    if (def.transport === 'streamableHttp' && def.oauth !== undefined && !problemAt(problems, '/oauth')) {
+      for (const p of oauthProblems(def.oauth, this.#opts.env ?? {})) problems.push(p)
+      if (Object.keys(def.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')) problems.push('/headers/authorization: not with oauth (toolgate sends the access token)')
     }
     const overrides = problemAt(problems, '/tools') || def.tools === null || typeof def.tools !== 'object' ? {} : def.tools
     for (const [name, override] of Object.entries(overrides)) {
@@ -294,7 +302,10 @@ export class McpServers {
       }
     }, log, this.#opts.reconnect ?? DEFAULT_RECONNECT, {
       ...(this.#opts.clock === undefined ? {} : { clock: this.#opts.clock }),
-      ...(this.#opts.maxResponseBytes === undefined ? {} : { maxResponseBytes: this.#opts.maxResponseBytes })
+      ...(this.#opts.maxResponseBytes === undefined ? {} : { maxResponseBytes: this.#opts.maxResponseBytes }),
+      oauth: def.transport === 'streamableHttp' && def.oauth !== undefined
+        ? new OAuthTokens(oauthCredentials(def.oauth, this.#opts.env ?? {}), def.url, { timeoutMs: settings.timeoutMs, ...(this.#opts.clock === undefined ? {} : { clock: this.#opts.clock }) })
+        : undefined
     })
     this.#servers.set(def.name, conn)
     this.#up.set({ server: def.name }, 0)
@@ -451,6 +462,7 @@ function viewOf (conn: McpConnection, tools: ToolRegistry): McpServerView {
     // A query may carry a key: the view shows where the server is, not how it is reached.
     view.url = urlWithoutQuery(def.url)
     if (def.headers !== undefined) view.headerNames = Object.keys(def.headers)
+    if (def.oauth !== undefined) view.oauth = oauthView(def.oauth) as NonNullable<McpServerView['oauth']>
   } else {
     view.command = def.command
   }

@@ -45,7 +45,7 @@ export interface CallDetails {
 /** An event as the host sees it (SPEC section 8); never arguments. */
 export interface BatchEvent {
   seq: number
-  type: 'batch.started' | 'epoch.started' | 'call.started' | 'call.completed' | 'epoch.settled' | 'tool.repeat_detected' | 'run.terminated' | 'batch.completed'
+  type: 'batch.started' | 'epoch.started' | 'call.started' | 'call.progress' | 'call.completed' | 'epoch.settled' | 'tool.repeat_detected' | 'run.terminated' | 'batch.completed'
     | 'batch.awaiting_approval' | 'call.awaiting_approval' | 'call.approved' | 'call.denied'
   at: string
   callId?: string
@@ -57,6 +57,9 @@ export interface BatchEvent {
   /** tool.repeat_detected: which detector. */
   kind?: string
   count?: number
+  /** call.progress: the executor's progress so far, and its total when it knows one (never its message). */
+  progress?: number
+  total?: number
   reason?: string
   size?: number
 }

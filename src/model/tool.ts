@@ -16,7 +16,7 @@ export interface ToolDefinition {
   name: string
   description?: string
   inputSchema: Record<string, unknown>
-  executor: { url: string, timeoutMs?: number, statusUrl?: string }
+  executor: { url: string, timeoutMs?: number, maxTimeoutMs?: number, statusUrl?: string }
   readOnly?: boolean
   /** The executor applies a call once per Idempotency-Key: a retry of an uncertain write may be sent under the original key. */
   idempotent?: boolean
@@ -52,7 +52,7 @@ export interface Tool {
   readonly description: string
   readonly inputSchema: Record<string, unknown>
   /** `via`: the executor of an imported tool (an MCP server's); absent for toolgate's HTTP executor protocol. */
-  readonly executor: { readonly url: string, readonly timeoutMs: number, readonly via?: Executor, readonly statusUrl?: string | null }
+  readonly executor: { readonly url: string, readonly timeoutMs: number, readonly maxTimeoutMs?: number, readonly via?: Executor, readonly statusUrl?: string | null }
   readonly readOnly: boolean
   /** Retries of its uncertain writes go out under the original operation id (SPEC section 14). */
   readonly idempotent: boolean

@@ -184,9 +184,12 @@ export class ToolRegistry implements ToolLookup {
       name: def.name,
       description: def.description ?? '',
       inputSchema: def.inputSchema,
-      executor: def.executor.statusUrl === undefined
-        ? { url: def.executor.url, timeoutMs: def.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS }
-        : { url: def.executor.url, timeoutMs: def.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, statusUrl: def.executor.statusUrl },
+      executor: {
+        url: def.executor.url,
+        timeoutMs: def.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS,
+        ...(def.executor.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: def.executor.maxTimeoutMs }),
+        ...(def.executor.statusUrl === undefined ? {} : { statusUrl: def.executor.statusUrl })
+      },
       readOnly: def.readOnly ?? false,
       idempotent: def.idempotent ?? false,
       execution: def.execution ?? 'auto',
@@ -207,9 +210,13 @@ export class ToolRegistry implements ToolLookup {
       name: definition.name,
       description: definition.description,
       inputSchema: definition.inputSchema,
-      executor: Object.freeze(via === undefined
-        ? { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, statusUrl: definition.executor.statusUrl ?? null }
-        : { url: definition.executor.url, timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS, via, statusUrl: definition.executor.statusUrl ?? null }),
+      executor: Object.freeze({
+        url: definition.executor.url,
+        timeoutMs: definition.executor.timeoutMs ?? DEFAULT_EXECUTOR_TIMEOUT_MS,
+        ...(definition.executor.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: definition.executor.maxTimeoutMs }),
+        ...(via === undefined ? {} : { via }),
+        statusUrl: definition.executor.statusUrl ?? null
+      }),
       readOnly: definition.readOnly,
       idempotent: definition.idempotent,
       execution: definition.execution,

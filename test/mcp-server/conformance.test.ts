@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process'
-import { createRequire } from 'node:module'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import t from 'tap'
 import { buildTestApp } from '../helper.js'
 import { startConformanceUpstream } from './conformance-upstream.js'
+import { NO_NODE22, conformanceNode, runConformance } from './conformance-cli.js'
 
 /**
  * The official MCP conformance suite's server scenarios against toolgate's
@@ -27,12 +25,10 @@ const SCENARIOS = [
 const BASELINE = join(import.meta.dirname, 'conformance-baseline.yml')
 const EXPECTED_FAILURES = new Set<string>()
 
-const major = Number(process.versions.node.split('.')[0])
-const node = major >= 22 ? process.execPath : process.env.TOOLGATE_TEST_NODE24
+const node = conformanceNode
 if (node === undefined) {
-  t.plan(0, 'the conformance suite needs Node 22+: set TOOLGATE_TEST_NODE24 to a Node 22+ binary (.ci/run does)')
+  t.plan(0, NO_NODE22)
 } else {
-  const cli = join(createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json'), '..', 'dist', 'index.js')
   const upstream = await startConformanceUpstream()
   t.teardown(() => upstream.close())
   const { app } = await buildTestApp(t, { config: { host: '127.0.0.1' } })
@@ -44,8 +40,7 @@ if (node === undefined) {
   for (const scenario of SCENARIOS) {
     const expected = EXPECTED_FAILURES.has(scenario)
     t.test(`the conformance scenario ${scenario} ${expected ? 'fails as its baseline entry says' : 'passes'} against /mcp`, async (t) => {
-      const run = await promisify(execFile)(node, [cli, 'server', '--url', `${base}/mcp`, '--scenario', scenario, '--expected-failures', BASELINE], { cwd: results, timeout: 60_000, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } })
-        .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code?: number, stdout?: string, stderr?: string }) => ({ code: err.code ?? 1, out: `${err.stdout ?? ''}${err.stderr ?? ''}` }))
+      const run = await runConformance(node, ['server', '--url', `${base}/mcp`, '--scenario', scenario, '--expected-failures', BASELINE], results, 60_000)
       const summary = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(run.out)
       t.ok(summary, `the suite printed its results\n${run.out.slice(-2000)}`)
       if (!expected) t.equal(summary?.[3], '0', `no check failed\n${run.out.slice(-2000)}`)

@@ -71,6 +71,11 @@ class Execution implements RunnerHooks {
       onAnswer: (call, answer) => {
         const failure = executorFailureOf(answer, call.tool.action !== null)
         if (failure !== null) this.#failures[call.index] = failure
+      },
+      // An MCP server's progress: the `call.progress` event (lifecycle audience), its numbers only.
+      onProgress: (call, update) => {
+        const info = this.#started.find((i) => i !== undefined && i.callId === call.id)
+        if (info !== undefined) this.#rt.recorder.callProgress(info, update)
       }
     }
     this.#identity = { runId: state.runId, tenant: state.tenant, createdAt: state.createdAt }
