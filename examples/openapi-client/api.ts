@@ -77,7 +77,7 @@ export type ToolDefinition = {
   idempotent?: boolean
   execution?: "auto" | "parallel" | "sequential"
   conflictKey?: string
-  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
   conflictScope?: "run" | "tenant"
   /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
   conflictWaitMs?: number
@@ -409,7 +409,7 @@ export interface Operations {
         idempotent?: boolean
         execution?: "auto" | "parallel" | "sequential"
         conflictKey?: string
-        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
         conflictScope?: "run" | "tenant"
         /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
         conflictWaitMs?: number
@@ -780,7 +780,7 @@ export interface Operations {
             idempotent?: boolean
             execution?: "auto" | "parallel" | "sequential"
             conflictKey?: string
-            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
             conflictScope?: "run" | "tenant"
             /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
             conflictWaitMs?: number
