@@ -1,7 +1,8 @@
 /**
  * One bench server in its own process, so the load generator does not share
  * its event loop: `child.js executor`, `child.js relay <executorUrl>`,
- * `child.js floor <executorUrl>` or `child.js toolgate <executorUrl> <logLevel> [store]`. It reports `{ready, url}`
+ * `child.js floor <executorUrl>`, `child.js toolgate <executorUrl> <logLevel> [store]`,
+ * `child.js mcp-upstream`, `child.js mcp-proxy <upstreamUrl>` or `child.js toolgate-mcp <upstreamUrl> <logLevel>`. It reports `{ready, url}`
  * over IPC, answers `cpu` with its CPU time, and exits on `stop` or when the
  * parent goes away (so a crashed bench leaves nothing running).
  */
@@ -33,6 +34,14 @@ async function start (role: string, args: string[]): Promise<{ url: string, clos
     case 'toolgate': {
       const { app, url, traffic } = await (await import('./toolgate.js')).startToolgate(args[0]!, args[1] ?? 'info', args[2])
       return { url, close: () => app.close(), traffic }
+    }
+    case 'mcp-upstream':
+      return (await import('./mcp-servers.js')).startUpstream()
+    case 'mcp-proxy':
+      return (await import('./mcp-servers.js')).startProxy(args[0]!)
+    case 'toolgate-mcp': {
+      const { app, url } = await (await import('./toolgate.js')).startToolgateMcp(args[0]!, args[1] ?? 'info')
+      return { url, close: () => app.close() }
     }
     default:
       throw new Error(`unknown bench child role ${JSON.stringify(role)}`)

@@ -34,6 +34,18 @@ function redisThroughput (r: BenchResults): string[] {
   return out
 }
 
+/** The /mcp rows: one tools/call through toolgate's MCP endpoint, directly to the upstream and through mcp-proxy. */
+function mcpEndpointRows (r: BenchResults): string[] {
+  const e = r.mcpEndpoint
+  if (e === undefined) return []
+  return [
+    `| one MCP tools/call over HTTP, p50 / p99 (calls one after another on a session) | toolgate /mcp ${n(e.p50Ms.toolgate)} / ${n(e.p99Ms.toolgate)} ms: added ${atMost(e.addedP50Ms.toolgate, e.targetAddedP50Ms, ' ms')} / ${n(e.addedP99Ms.toolgate)} ms | ` +
+      `direct to the upstream ${n(e.p50Ms.direct)} / ${n(e.p99Ms.direct)} ms; mcp-proxy ${n(e.p50Ms.proxy)} / ${n(e.p99Ms.proxy)} ms (added ${n(e.addedP50Ms.proxy)} / ${n(e.addedP99Ms.proxy)} ms) | | added p50 ≤ ${e.targetAddedP50Ms} ms |`,
+    `| MCP tools/call per second, ${e.concurrency} sessions in a closed loop | toolgate /mcp ${n(e.callsPerSec.toolgate)} | direct ${n(e.callsPerSec.direct)}; mcp-proxy ${n(e.callsPerSec.proxy)} | ` +
+      `${atLeast(e.toolgateOverProxy, 1)} (toolgate / proxy) | ≥ the proxy's |`
+  ]
+}
+
 export function markdown (r: BenchResults): string {
   const m = r.meta
   const out: string[] = []
@@ -96,6 +108,7 @@ export function markdown (r: BenchResults): string {
     out.push(`| the same call through toolgate's MCP executor alone (the batch's dispatch step) | ${n(r.mcp.executorUs)} µs | ${n(r.mcp.directUs)} µs (callTool) | ${n(r.mcp.executorRatio)} | |`)
   }
   const mem = r.memory
+  out.push(...mcpEndpointRows(r))
   out.push(`| memory per idle run (RSS growth over ${mem.runs.toLocaleString('en-US')} runs; heap ${n(mem.toolgateHeapBytesPerRun)} B) | ` +
     `${n(mem.toolgateBytesPerRun)} B | ${n(mem.referenceBytesPerRun)} B (a Map of run ids to a 4-field record) | ${n(mem.ratio)} | ${atMost(mem.toolgateBytesPerRun, mem.target, ' B')} |`)
   out.push('')

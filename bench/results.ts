@@ -1,4 +1,5 @@
 /** The shape of bench/results.json. Every figure is a median over rounds unless it says otherwise. */
+import type { McpEndpointCost } from './mcp-endpoint.js'
 import type { BenchSettings } from './settings.js'
 
 export const PLACEMENT = 'Five processes on 127.0.0.1, none pinned: the load generator (undici pools, and the in-process ' +
@@ -136,6 +137,8 @@ export interface BenchResults {
   preparation: Array<{ name: string, toolgateUs: number, referenceUs: number, ratio: number, target: number }>
   /** CPU of this process per call: a one-call batch to an MCP tool through toolgate, and the SDK's callTool to the same server. */
   mcp: { toolgateUs: number, executorUs: number, directUs: number, ratio: number, executorRatio: number, calls: number }
+  /** One tools/call through toolgate's /mcp, directly to the upstream MCP server and through a plain proxy, over HTTP, each in its own process. */
+  mcpEndpoint: McpEndpointCost
   memory: {
     runs: number
     method: string

@@ -15,6 +15,8 @@ export interface BenchSettings {
   prep: { rounds: number, iterations: number }
   /** One MCP call through toolgate against the SDK's own call (bench/mcp.ts). */
   mcp: { rounds: number, iterations: number }
+  /** One tools/call through toolgate's /mcp, direct to the upstream and through a plain proxy (bench/mcp-endpoint.ts). */
+  mcpEndpoint: { rounds: number, calls: number, windowMs: number, concurrency: number }
   memory: { runs: number }
   profile: { warmupMs: number, windowMs: number, concurrency: number }
 }
@@ -33,6 +35,7 @@ export const FULL: BenchSettings = {
   safety: { rounds: 3, batches: 24, size: 16, keys: 16, maxMs: 40, seed: 2 },
   prep: { rounds: 5, iterations: 20_000 },
   mcp: { rounds: 3, iterations: 300 },
+  mcpEndpoint: { rounds: 5, calls: 300, windowMs: 1500, concurrency: 8 },
   memory: { runs: 100_000 },
   profile: { warmupMs: 1500, windowMs: 6000, concurrency: 50 }
 }
@@ -49,6 +52,7 @@ export const SMOKE: BenchSettings = {
   safety: { rounds: 1, batches: 3, size: 8, keys: 2, maxMs: 4, seed: 2 },
   prep: { rounds: 1, iterations: 200 },
   mcp: { rounds: 1, iterations: 20 },
+  mcpEndpoint: { rounds: 1, calls: 10, windowMs: 100, concurrency: 2 },
   memory: { runs: 10_000 },
   profile: { warmupMs: 50, windowMs: 200, concurrency: 2 }
 }

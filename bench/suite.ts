@@ -11,6 +11,7 @@ import { type Target, directTarget, serviceTarget } from './clients.js'
 import type { MemoryAnswer } from './memory-child.js'
 import { measurePreparation } from './prepare.js'
 import { measureMcpCall } from './mcp.js'
+import { measureMcpEndpoint } from './mcp-endpoint.js'
 import { type BenchResults, PLACEMENT } from './results.js'
 import { measureMakespan, measureSafety } from './scheduling.js'
 import { type BenchSettings, FULL, SMOKE, TARGETS, TOOLGATE_NODE_FLAGS } from './settings.js'
@@ -92,6 +93,8 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
     const prep = await measurePreparation(join(opts.root, 'examples', 'tools.json'), s.prep.iterations, s.prep.rounds)
     log('one MCP call through toolgate against the SDK client (in process, the filesystem server over stdio)')
     const mcp = await measureMcpCall(s.mcp.iterations, s.mcp.rounds)
+    log('one tools/call through toolgate\'s /mcp, directly to the upstream MCP server and through mcp-proxy (each in its own process)')
+    const mcpEndpoint = await measureMcpEndpoint(s.mcpEndpoint, opts.logLevel ?? 'info', log)
     log(`memory per idle run (${s.memory.runs} runs, fresh processes)`)
     const [reference, own] = await Promise.all(['reference', 'toolgate'].map((mode) =>
       runScript('memory-child', [mode, String(s.memory.runs)], ['--expose-gc']) as Promise<MemoryAnswer>))
@@ -118,6 +121,7 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
       safety,
       preparation: prep.map((c) => ({ ...c, toolgateUs: sig(c.toolgateUs), referenceUs: sig(c.referenceUs), ratio: sig(c.toolgateUs / c.referenceUs), target: TARGETS.prepUs })),
       mcp: { ...mcp, toolgateUs: sig(mcp.toolgateUs), executorUs: sig(mcp.executorUs), directUs: sig(mcp.directUs), ratio: sig(mcp.toolgateUs / mcp.directUs), executorRatio: sig(mcp.executorUs / mcp.directUs) },
+      mcpEndpoint,
       memory: {
         runs: own.runs,
         method: 'RunService.create into a MemoryStore, in a fresh process (--expose-gc), no HTTP',

@@ -30,3 +30,16 @@ export async function startToolgate (executorUrl: string, logLevel: string, stor
   const url = await app.listen({ host: config.host ?? '127.0.0.1', port: config.port })
   return { app, url, traffic }
 }
+
+/** The name toolgate offers the upstream's tool under, in the `/mcp` bench rows. */
+export const IMPORTED_TOOL = 'up_look'
+
+/** toolgate with the bench upstream MCP server imported (prefix `up_`), for the `/mcp` rows (bench/mcp-endpoint.ts). */
+export async function startToolgateMcp (upstreamUrl: string, logLevel: string): Promise<{ app: FastifyInstance, url: string }> {
+  const config = loadConfig({ ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: logLevel, TOOLGATE_STORE: 'memory' })
+  const keys = KeyRing.fromDocument({ keys: [{ key: BENCH_KEY, tenant: 'bench', roles: ['orchestrator', 'admin', 'operator'] }] })
+  const app = await buildApp(config, { keys, logger: createLogger(config.logLevel) })
+  await app.services.mcp.startAll([{ name: 'up', transport: 'streamableHttp', url: upstreamUrl, prefix: 'up_', trust: 'trusted' }])
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return { app, url }
+}

@@ -148,7 +148,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
     ...(overrides.moreGuards === undefined ? {} : { moreGuards: overrides.moreGuards }),
-    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs, maxWaitingPerTenant: config.maxWaitingBatchesPerTenant }
+    approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
   })
   const approvals = new ApprovalService({
     store,

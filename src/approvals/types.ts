@@ -26,6 +26,4 @@ export interface ApprovalSettings {
   ttlMs: number
   /** How long after the approvals expire the run stays pinned, should no replica take the batch up at once. */
   graceMs: number
-  /** Most batches of one tenant waiting at once (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); unset, no bound. */
-  maxWaitingPerTenant?: number
 }

@@ -22,6 +22,8 @@ const PROJECTION_FAILED_CONTENT = '{"error":"projection_failed"}'
 export interface ActionContext extends DispatchContext {
   store: Store
   tenant: string
+  /** The creation time of the run the batch runs in: with the tenant, its incarnation, which every receipt it writes carries (SPEC section 19). */
+  runCreatedAt: number
   onProjectionFailed?: (problem: string) => void
   /** When a person approved the call (SPEC section 13), for the receipt's timeline. */
   approvedAt?: string
@@ -47,7 +49,7 @@ export async function dispatchAction (ctx: ActionContext, call: PreparedCall, op
   const token = randomUUID()
   let stored: Receipt
   try {
-    stored = await ctx.store.putReceipt(pending, ctx.tenant, token)
+    stored = await ctx.store.putReceipt(pending, ctx.tenant, token, ctx.runCreatedAt)
   } catch {
     // Nothing was sent: an action is never sent before its operation is journalled. A definitive error, blocking nothing.
     return {

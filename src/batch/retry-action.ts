@@ -31,7 +31,7 @@ export async function retryAction (ctx: ActionContext, call: PreparedCall, opera
     receipt = await ctx.store.reviseReceipt(operationId, (r) => retriedReceipt(r, outcome, timing))
     // The original receipt is gone (past retention): this answer starts the operation's journal entry again.
     const { status, result, stateRevision } = outcome
-    receipt ??= await ctx.store.putReceipt({ ...pending(timing.dispatchedAt), status, result, stateRevision, timing }, ctx.tenant)
+    receipt ??= await ctx.store.putReceipt({ ...pending(timing.dispatchedAt), status, result, stateRevision, timing }, ctx.tenant, undefined, ctx.runCreatedAt)
   } catch {
     // Not recorded: the call still says what the executor answered.
     receipt = retriedReceipt(pending(timing.dispatchedAt), outcome, timing)!

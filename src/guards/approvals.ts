@@ -12,7 +12,7 @@ import type { Clock } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import { cancelledResult, deniedResult } from '../model/results.js'
 import type { RunRecord, RunStats } from '../model/run.js'
-import type { Store } from '../store/types.js'
+import { type Store, TenantWaitingQuotaError } from '../store/types.js'
 import { awaitingResponse } from '../approvals/hold.js'
 import { recordDecisions } from '../approvals/results.js'
 import type { ApprovalSettings } from '../approvals/types.js'
@@ -54,7 +54,6 @@ class ApprovalsGuard implements BatchGuard {
   async hold (rt: GuardRuntime): Promise<Held | null> {
     const { store, clock, replicaId } = this.#deps
     const batch = this.#batch
-    await this.#checkWaitingQuota()
     const waiting = toWaiting({
       batchId: batch.batchId,
       requestHash: batch.requestHash,
@@ -73,28 +72,26 @@ class ApprovalsGuard implements BatchGuard {
       markBlockedRetries(waiting, r.uncertain, batch.outcomes, batch.fingerprints)
       uncertain = r.uncertain
       return holdRun(r, waiting, replicaId, this.#settings.graceMs)
-    })
+    }).catch(refuseOverQuota)
     if (!stored.found || !stored.value) return null
     for (const e of announced) rt.onEvent?.(e)
     const body = awaitingResponse(batch.runId, waiting, { state: 'active', terminationReason: null, uncertain })
     return { body, held: body.approvals.length }
   }
+}
 
-  /**
-   * A tenant's waiting batches pin their runs: past its quota the batch is
-   * refused (429, its lease released, nothing of it run), so one tenant
-   * cannot pin the store full for the others (SPEC section 19).
-   */
-  async #checkWaitingQuota (): Promise<void> {
-    const max = this.#settings.maxWaitingPerTenant
-    if (max === undefined) return
-    const { tenant, runId } = this.#batch
-    let waiting = 0
-    for (const run of await this.#deps.store.waitingRuns()) if (run.tenant === tenant && run.runId !== runId) waiting++
-    if (waiting >= max) {
-      throw new ProblemError('quota_exceeded', `This tenant has ${waiting} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
-    }
+/**
+ * A tenant's waiting batches pin their runs: past its quota the batch is
+ * refused (429, its lease released, nothing of it run), so one tenant
+ * cannot pin the store full for the others (SPEC section 19). The store
+ * checks and counts the quota in the update that holds the batch, so
+ * batches racing on several replicas cannot pass it together.
+ */
+function refuseOverQuota (err: unknown): never {
+  if (err instanceof TenantWaitingQuotaError) {
+    throw new ProblemError('quota_exceeded', `This tenant has ${err.max} batches waiting for approvals, its quota (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT); decide some first.`)
   }
+  throw err
 }
 
 /** A batch taken up after it waited: the decisions on its held calls. */

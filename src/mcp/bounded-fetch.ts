@@ -1,5 +1,7 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
+import { parseJsonInSlices } from './sliced-json.js'
 
 /**
  * A tools/call answer longer than toolgate reads (SPEC §18): the call is
@@ -16,6 +18,9 @@ export class ResponseTooLargeError extends McpError {
 /** The longest answer to anything else toolgate asks a server (a page of tools/list). */
 export const MAX_OTHER_RESPONSE_BYTES = 16 * 1024 * 1024
 
+/** A tools/list page is parsed in slices of at most about this long (see sliced-json.ts). */
+const PARSE_SLICE_MS = 10
+
 /** A tools/call in flight whose answer is bounded: `abort` stops it with the reason given. */
 export interface BoundedCall { abort (reason: Error): void }
 
@@ -27,7 +32,9 @@ export interface BoundedCall { abort (reason: Error): void }
  * tools/call it answers (found by the operation id in its `_meta`) is
  * stopped at once with ResponseTooLargeError, so that neither a whole
  * 100 MB answer nor an endless stream is read. The long-lived GET stream of
- * server notifications is not bounded as a whole.
+ * server notifications is not bounded as a whole. A tools/list page
+ * answered as JSON is read, then parsed in slices when the SDK asks for it,
+ * so that a list of 20,000 tools never holds the event loop (SPEC §19).
  */
 export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, BoundedCall>, base: FetchLike = fetch): FetchLike {
   return async (url, init) => {
@@ -48,7 +55,26 @@ export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, Boun
         controller.enqueue(chunk)
       }
     }))
-    return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers })
+    const init2 = { status: res.status, statusText: res.statusText, headers: res.headers }
+    if (!isToolsList(init.body) || mediaType(res.headers) !== 'application/json') return new Response(counted, init2)
+    const text = await new Response(counted).text()
+    const page = new Response(text, init2)
+    Object.defineProperty(page, 'json', { value: () => parseJsonInSlices(text, async () => { await nextTurn() }, PARSE_SLICE_MS) })
+    return page
+  }
+}
+
+function mediaType (headers: Headers): string {
+  return (headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+}
+
+/** Whether a request body is a tools/list request. */
+function isToolsList (body: unknown): boolean {
+  if (typeof body !== 'string' || !body.includes('"tools/list"')) return false
+  try {
+    return (JSON.parse(body) as { method?: unknown }).method === 'tools/list'
+  } catch {
+    return false
   }
 }
 

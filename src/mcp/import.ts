@@ -97,31 +97,50 @@ function selected (settings: ImportSettings, remoteName: string): boolean {
  * listed, and those tools left out.
  */
 export function planImport (settings: ImportSettings, listed: readonly unknown[]): { definitions: ImportedDefinition[], problems: string[] } {
-  const definitions: ImportedDefinition[] = []
-  const problems: string[] = []
-  const seen = new Set<string>()
-  let over = 0
-  const maxTools = settings.maxTools ?? DEFAULT_MAX_TOOLS
-  for (const entry of listed) {
+  const plan = new ImportPlan(settings)
+  for (const entry of listed) plan.add(entry)
+  return plan.result()
+}
+
+/**
+ * planImport one entry at a time, so that a long list can be planned in
+ * slices between which other work runs (SPEC §19).
+ */
+export class ImportPlan {
+  readonly #settings: ImportSettings
+  readonly #definitions: ImportedDefinition[] = []
+  readonly #problems: string[] = []
+  readonly #seen = new Set<string>()
+  readonly #maxTools: number
+  #over = 0
+
+  constructor (settings: ImportSettings) {
+    this.#settings = settings
+    this.#maxTools = settings.maxTools ?? DEFAULT_MAX_TOOLS
+  }
+
+  /** Plans one entry of the server's list. */
+  add (entry: unknown): void {
+    const settings = this.#settings
     const tool = readListedTool(entry)
     if (typeof tool === 'string') {
-      problems.push(tool)
-      continue
+      this.#problems.push(tool)
+      return
     }
-    if (!selected(settings, tool.name)) continue
-    if (seen.has(tool.name)) {
-      problems.push(`${quotedName(tool.name)}: listed twice by the server`)
-      continue
+    if (!selected(settings, tool.name)) return
+    if (this.#seen.has(tool.name)) {
+      this.#problems.push(`${quotedName(tool.name)}: listed twice by the server`)
+      return
     }
-    seen.add(tool.name)
-    if (definitions.length >= maxTools) {
-      over++
-      continue
+    this.#seen.add(tool.name)
+    if (this.#definitions.length >= this.#maxTools) {
+      this.#over++
+      return
     }
     const name = settings.prefix + tool.name
     if (!NAME.test(name)) {
-      problems.push(`${quotedName(tool.name)}: ${JSON.stringify(quotedName(name))} is not a valid tool name`)
-      continue
+      this.#problems.push(`${quotedName(tool.name)}: ${JSON.stringify(quotedName(name))} is not a valid tool name`)
+      return
     }
     const trusted = settings.trust === 'trusted'
     const definition: Record<string, unknown> = {
@@ -133,10 +152,15 @@ export function planImport (settings: ImportSettings, listed: readonly unknown[]
     }
     if (HAS_IDEMPOTENT && trusted && tool.annotations?.idempotentHint === true) definition.idempotent = true
     applyOverride(definition, settings.overrides[tool.name])
-    definitions.push({ remoteName: tool.name, definition, listed: tool })
+    this.#definitions.push({ remoteName: tool.name, definition, listed: tool })
   }
-  if (over > 0) problems.push(`${over} more tools over the limit of ${maxTools} a server may offer (TOOLGATE_MCP_MAX_TOOLS)`)
-  return { definitions, problems }
+
+  /** The definitions to register and the problems of the entries planned. */
+  result (): { definitions: ImportedDefinition[], problems: string[] } {
+    const problems = [...this.#problems]
+    if (this.#over > 0) problems.push(`${this.#over} more tools over the limit of ${this.#maxTools} a server may offer (TOOLGATE_MCP_MAX_TOOLS)`)
+    return { definitions: this.#definitions, problems }
+  }
 }
 
 /**

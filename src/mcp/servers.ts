@@ -10,7 +10,7 @@ import { problemAt, schemaProblems } from '../tools/schema-problems.js'
 import type { Tool } from '../model/tool.js'
 import { DEFAULT_EXECUTOR_TIMEOUT_MS } from '../tools/registry.js'
 import type { Clock } from '../clock.js'
-import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, type ImportedDefinition, planImport, planPlaceholders, quotedName, withoutForeignDialect } from './import.js'
+import { DEFAULT_MAX_TOOLS, ImportPlan, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, type ImportedDefinition, planPlaceholders, quotedName, withoutForeignDialect } from './import.js'
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
 import { McpToolExecutor, type OutputCheck } from './executor.js'
 import { changesBetween, pinOf } from './pins.js'
@@ -315,13 +315,6 @@ export class McpServers {
   }
 
   /**
-   * Compiles and registers a server's tools in place of its previous ones;
-   * answers what was left out and why. A tool whose definition did not
-   * change keeps its compiled form; the others are compiled in slices of
-   * COMPILE_SLICE_MS, letting other work run between slices, so that a long
-   * list never holds the event loop.
-   */
-  /**
    * Pins a server's tools the first time it is imported, and holds back in
    * quarantine each tool whose definition is not its pin, or that has none
    * (SPEC §18); answers the tools that may be imported. Without the pins
@@ -330,7 +323,8 @@ export class McpServers {
   async #quarantine (conn: McpConnection, definitions: ImportedDefinition[], problems: string[]): Promise<ImportedDefinition[]> {
     const server = conn.settings.name
     const now = this.#opts.clock?.now() ?? Date.now()
-    const current = new Map(definitions.map((d) => [d.remoteName, pinOf(d.listed, now)]))
+    const current = new Map<string, ToolPin>()
+    if (!await this.#inSlices(conn, definitions, (d) => { current.set(d.remoteName, pinOf(d.listed, now)) })) return []
     let pins: Map<string, ToolPin>
     try {
       pins = await this.#pins.pinFirst(server, current)
@@ -378,12 +372,41 @@ export class McpServers {
     }
   }
 
+  /**
+   * Runs `step` on each item, in slices of at most about COMPILE_SLICE_MS
+   * between which other work runs; false when the server was replaced or
+   * removed meanwhile (the rest is not done).
+   */
+  async #inSlices<T> (conn: McpConnection, items: Iterable<T>, step: (item: T) => void): Promise<boolean> {
+    let slice = performance.now()
+    for (const item of items) {
+      if (performance.now() - slice > COMPILE_SLICE_MS) {
+        await nextTurn()
+        if (this.#servers.get(conn.settings.name) !== conn) return false
+        slice = performance.now()
+      }
+      step(item)
+    }
+    return true
+  }
+
+  /**
+   * Compiles and registers a server's tools in place of its previous ones;
+   * answers what was left out and why. A tool whose definition did not
+   * change keeps its compiled form; the others are compiled in slices of
+   * COMPILE_SLICE_MS, letting other work run between slices, so that a long
+   * list never holds the event loop; so are the plan and the pins.
+   */
   async #install (conn: McpConnection, listed: readonly unknown[] | null): Promise<string[]> {
     if (this.#servers.get(conn.settings.name) !== conn) return []
     const { settings } = conn
-    // The listing was parsed in the turn before: the plan and each slice of compiles get turns of their own.
-    await nextTurn()
-    const plan = listed === null ? { definitions: planPlaceholders(settings), problems: [] } : planImport(settings, listed)
+    // The listing was parsed in turns before: the plan, the pins and the compiles are done in slices of their own.
+    let plan = { definitions: planPlaceholders(settings), problems: [] as string[] }
+    if (listed !== null) {
+      const planner = new ImportPlan(settings)
+      if (!await this.#inSlices(conn, listed, (entry) => { planner.add(entry) })) return []
+      plan = planner.result()
+    }
     await nextTurn()
     if (this.#servers.get(settings.name) !== conn) return []
     const problems = plan.problems
@@ -394,20 +417,14 @@ export class McpServers {
     const before = this.#compiled.get(conn) ?? new Map<string, Compiled>()
     const after = new Map<string, Compiled>()
     const tools: Tool[] = []
-    let slice = performance.now()
-    for (const { remoteName, definition, listed: tool } of plan.definitions) {
+    const compiled = await this.#inSlices(conn, plan.definitions, ({ remoteName, definition, listed: tool }) => {
       const listedOutput = tool.outputSchema
       const key = listedOutput === undefined ? JSON.stringify(definition) : JSON.stringify([definition, listedOutput])
       const kept = before.get(remoteName)
       if (kept !== undefined && kept.key === key) {
         tools.push(kept.tool)
         after.set(remoteName, kept)
-        continue
-      }
-      if (performance.now() - slice > COMPILE_SLICE_MS) {
-        await nextTurn()
-        if (this.#servers.get(settings.name) !== conn) return []
-        slice = performance.now()
+        return
       }
       try {
         const output = listedOutput === undefined ? undefined : this.#outputCheck(listedOutput)
@@ -418,7 +435,8 @@ export class McpServers {
         if (!(err instanceof InvalidToolError)) throw err
         problems.push(`${quotedName(remoteName)}: ${err.problems.slice(0, 3).join(', ')}`)
       }
-    }
+    })
+    if (!compiled) return []
     this.#compiled.set(conn, after)
     const { clashes } = this.#opts.tools.replaceOwned(settings.name, tools)
     for (const clash of clashes) problems.push(clash)

@@ -10,7 +10,7 @@ import type { Logger } from 'pino'
 import type { Clock, TimerHandle } from '../clock.js'
 import type { RunRecord } from '../model/run.js'
 import type { StopSwitch } from '../schedule/types.js'
-import { type BatchRecord, type Store, holds } from '../store/types.js'
+import { type BatchRecord, type Incarnation, type Store, holds } from '../store/types.js'
 
 /** Who takes a lease, and for how long. */
 export interface LeaseTerms {
@@ -42,10 +42,11 @@ export function holdsLease (run: RunRecord, owner: string, batchId: string): boo
 /**
  * Stores a finished batch's answer and releases its lease in one atomic
  * step (`Store.completeBatch`): false when the lease passed to another
- * replica, whose answer then stands.
+ * replica, whose answer then stands, or when the run held under the id is
+ * a later incarnation than the batch's.
  */
-export function releaseWithAnswer (store: Store, runId: string, terms: LeaseTerms, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
-  return store.completeBatch(runId, terms.replicaId, record)
+export function releaseWithAnswer (store: Store, runId: string, terms: LeaseTerms, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation: Incarnation): Promise<boolean> {
+  return store.completeBatch(runId, terms.replicaId, record, incarnation)
 }
 
 /** Releases the lease of a batch that failed (a bug must not leave its run leased forever); a store that cannot is logged and left to the lease's expiry. */

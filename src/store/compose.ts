@@ -1,7 +1,7 @@
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
-import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
+import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, Incarnation, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
 import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
 import type { LeaseHolder, PendingWrite, RunIdentity } from './write-ahead.js'
 
@@ -42,8 +42,8 @@ export class ComposedStore implements Store {
   }
 
   endRun (runId: string, at: number): Promise<RunRecord | undefined> { return this.#runs.endRun(runId, at) }
-  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
-    return this.#runs.completeBatch(runId, owner, record)
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean> {
+    return this.#runs.completeBatch(runId, owner, record, incarnation)
   }
 
   listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> { return this.#runs.listRuns(tenant, limit, after) }
@@ -53,7 +53,10 @@ export class ComposedStore implements Store {
   getBatch (runId: string, batchId: string): Promise<BatchRecord | undefined> { return this.#batches.getBatch(runId, batchId) }
   listBatches (runId: string): Promise<BatchEntry[]> { return this.#batches.listBatches(runId) }
 
-  putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> { return this.#receipts.putReceipt(receipt, tenant, pending) }
+  putReceipt (receipt: Receipt, tenant: string, pending?: string, runCreatedAt?: number): Promise<Receipt> {
+    return this.#receipts.putReceipt(receipt, tenant, pending, runCreatedAt)
+  }
+
   settleReceipt (receipt: Receipt, tenant: string, pending: string): Promise<boolean> { return this.#receipts.settleReceipt(receipt, tenant, pending) }
   getReceipt (operationId: string): Promise<StoredReceipt | undefined> { return this.#receipts.getReceipt(operationId) }
   listReceipts (runId: string): Promise<Receipt[]> { return this.#receipts.listReceipts(runId) }

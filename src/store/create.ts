@@ -19,6 +19,7 @@ export function createStore (config: Config, logger?: Pick<Logger, 'warn' | 'inf
     runTtlMs: config.runTtlSeconds * 1000,
     maxRuns: config.maxRuns,
     maxRunsPerTenant: config.maxRunsPerTenant,
+    maxWaitingPerTenant: config.maxWaitingBatchesPerTenant,
     receiptRetentionMs: config.receiptRetentionSeconds * 1000
   }
   const timed = clock === undefined ? {} : { clock }

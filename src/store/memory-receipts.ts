@@ -1,5 +1,5 @@
 import type { Receipt } from '../model/receipt.js'
-import type { StoredReceipt } from './records.js'
+import { type StoredReceipt, incarnationKey } from './records.js'
 import type { ReceiptJournal } from './receipt-journal.js'
 
 /** Bounds and clock of the memory journal. */
@@ -11,6 +11,8 @@ export interface MemoryJournalOptions {
   now: () => number
   /** Whether a run is held: a receipt of a run that is not starts its retention at once. */
   runHeld: (runId: string) => boolean
+  /** The incarnation (incarnationKey) of the run held under an id, if one is. @default none checked */
+  incarnationOf?: (runId: string) => string | undefined
 }
 
 interface HeldReceipt extends StoredReceipt {
@@ -33,10 +35,18 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     this.#opts = opts
   }
 
-  async putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> {
+  async putReceipt (receipt: Receipt, tenant: string, pending?: string, runCreatedAt?: number): Promise<Receipt> {
     const existing = this.#receipts.get(receipt.operationId)
     if (existing !== undefined) return existing.receipt
-    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: this.#opts.runHeld(receipt.runId) ? null : this.#opts.now(), pending: pending ?? null })
+    const current = runCreatedAt === undefined ? undefined : this.#opts.incarnationOf?.(receipt.runId)
+    // A late write of an earlier incarnation of the run id: kept by operation id, out of the later run's journal.
+    const foreign = current !== undefined && current !== incarnationKey({ tenant, createdAt: runCreatedAt! })
+    const held = !foreign && this.#opts.runHeld(receipt.runId)
+    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: held ? null : this.#opts.now(), pending: pending ?? null })
+    if (foreign) {
+      if (this.#receipts.size > this.#opts.maxReceipts) this.#evict()
+      return receipt
+    }
     let ids = this.#byRun.get(receipt.runId)
     if (ids === undefined) this.#byRun.set(receipt.runId, (ids = []))
     ids.push(receipt.operationId)

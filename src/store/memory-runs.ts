@@ -1,6 +1,6 @@
 import type { RunRecord } from '../model/run.js'
 import { MemoryBatchAnswers } from './memory-batches.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, TenantRunsQuotaError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, type Incarnation, isIncarnation, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the memory run state. */
@@ -11,6 +11,8 @@ export interface MemoryRunOptions {
   maxRuns: number
   /** Most runs one tenant holds; `createRun` refuses one more (TenantRunsQuotaError). @default no bound */
   maxRunsPerTenant?: number
+  /** Most runs of one tenant with a waiting batch; an update making one more wait is refused (TenantWaitingQuotaError). @default no bound */
+  maxWaitingPerTenant?: number
   now: () => number
 }
 
@@ -36,6 +38,8 @@ export class MemoryRunState implements RunStateStore {
   readonly #completed: Array<(run: RunRecord) => void> = []
   /** How many runs each tenant holds (expired ones not swept yet included). */
   readonly #perTenant = new Map<string, number>()
+  /** How many runs of each tenant hold a waiting batch. */
+  readonly #waitingPerTenant = new Map<string, number>()
   /** The batch answers this run state writes, read through the `BatchAnswers` contract. */
   readonly answers = new MemoryBatchAnswers((runId) => this.expire(runId))
 
@@ -97,8 +101,10 @@ export class MemoryRunState implements RunStateStore {
     })
   }
 
-  async completeBatch (runId: string, owner: string, answer: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
+  async completeBatch (runId: string, owner: string, answer: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean> {
     let record: BatchRecord | undefined
+    const held = this.#runs.get(runId)
+    if (held !== undefined && incarnation !== undefined && !isIncarnation(held, incarnation)) return false
     let completed: RunRecord | undefined
     const done = this.#update(runId, (run) => {
       record = typeof answer === 'function' ? answer(run) : answer
@@ -118,9 +124,23 @@ export class MemoryRunState implements RunStateStore {
     this.expire(runId)
     const run = this.#runs.get(runId)
     if (run === undefined) return { found: false }
+    const wasWaiting = this.#waiting.has(runId)
+    const quota = this.#opts.maxWaitingPerTenant
+    // At its quota, the tenant's update is checked after `fn`, and undone when it made this run wait too.
+    const before = quota !== undefined && !wasWaiting && count(this.#waitingPerTenant, run.tenant) >= quota ? structuredClone(run) : undefined
     const value = fn(run)
-    if (run.waiting != null) this.#waiting.add(runId)
-    else if (this.#waiting.size > 0) this.#waiting.delete(runId)
+    if (before !== undefined && run.waiting != null) {
+      for (const key of Object.keys(run)) delete (run as unknown as Record<string, unknown>)[key]
+      Object.assign(run, before)
+      throw new TenantWaitingQuotaError(quota!)
+    }
+    if (run.waiting != null) {
+      if (!wasWaiting) this.#countWaiting(run.tenant, 1)
+      this.#waiting.add(runId)
+    } else if (wasWaiting) {
+      this.#countWaiting(run.tenant, -1)
+      this.#waiting.delete(runId)
+    }
     run.lastActiveAt = this.#opts.now()
     this.#runs.delete(runId)
     this.#runs.set(runId, run)
@@ -218,19 +238,30 @@ export class MemoryRunState implements RunStateStore {
     }
   }
 
+  #countWaiting (tenant: string, by: 1 | -1): void {
+    const n = count(this.#waitingPerTenant, tenant) + by
+    if (n > 0) this.#waitingPerTenant.set(tenant, n)
+    else this.#waitingPerTenant.delete(tenant)
+  }
+
   #remove (runId: string): void {
     const run = this.#runs.get(runId)
     this.#runs.delete(runId)
-    this.#waiting.delete(runId)
+    const wasWaiting = this.#waiting.delete(runId)
     this.#ended.delete(runId)
     this.answers.drop(runId)
     if (run === undefined) return
+    if (wasWaiting) this.#countWaiting(run.tenant, -1)
     const held = (this.#perTenant.get(run.tenant) ?? 1) - 1
     if (held > 0) this.#perTenant.set(run.tenant, held)
     else this.#perTenant.delete(run.tenant)
     const at = this.#opts.now()
     for (const listener of this.#gone) listener(run, at)
   }
+}
+
+function count (counts: ReadonlyMap<string, number>, tenant: string): number {
+  return counts.get(tenant) ?? 0
 }
 
 /** Whether a run used at `at` comes after the cursor in most-recently-used-first order (ties by id, descending). */

@@ -6,7 +6,7 @@ import { MemoryRunState } from './memory-runs.js'
 import { MemoryUncertainWrites } from './memory-uncertain.js'
 import { MemoryWriteAhead } from './memory-write-ahead.js'
 import { MemoryTenantKeys } from './memory-keys.js'
-import type { CancelListener, CancelReason } from './records.js'
+import { type CancelListener, type CancelReason, incarnationKey } from './records.js'
 
 export { StoreFullError } from './records.js'
 
@@ -18,6 +18,8 @@ export interface MemoryStoreOptions {
   maxRuns: number
   /** Most runs one tenant holds; one more is refused (TenantRunsQuotaError). @default no bound */
   maxRunsPerTenant?: number
+  /** Most runs of one tenant with a waiting batch; one more is refused (TenantWaitingQuotaError). @default no bound */
+  maxWaitingPerTenant?: number
   /** Receipts outlive their run by at least this long. */
   receiptRetentionMs: number
   /** Most receipts held. */
@@ -58,7 +60,14 @@ export class MemoryStore extends ComposedStore {
     const clock = options.clock ?? systemClock
     const opts = { sweepIntervalMs: Math.min(60_000, options.runTtlMs), ...options, now: clockReader(clock) }
     const runs = new MemoryRunState(opts)
-    const receipts = new MemoryReceiptJournal({ ...opts, runHeld: (runId) => runs.has(runId) })
+    const receipts = new MemoryReceiptJournal({
+      ...opts,
+      runHeld: (runId) => runs.has(runId),
+      incarnationOf: (runId) => {
+        const run = runs.peek(runId)
+        return run === undefined ? undefined : incarnationKey(run)
+      }
+    })
     const uncertain = new MemoryUncertainWrites(runs, opts.now)
     const writes = new MemoryWriteAhead(runs, uncertain, opts.now)
     const keys = new MemoryTenantKeys(clock, (runId) => {

@@ -16,8 +16,14 @@ export interface ReceiptJournal {
    * `pending`, the receipt is stored as the pending receipt of the dispatch
    * that token names (the token is kept beside the receipt, never in it):
    * `settleReceipt` with the same token may replace it.
+   *
+   * With `runCreatedAt`, the creation time of the run the writer's batch ran
+   * in (with `tenant`, its incarnation): when the run held under
+   * `receipt.runId` now is another incarnation (SPEC section 19), the
+   * receipt is stored, reachable by its operation id to its tenant, with its
+   * retention started, but never enters that run's journal.
    */
-  putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt>
+  putReceipt (receipt: Receipt, tenant: string, pending?: string, runCreatedAt?: number): Promise<Receipt>
   /**
    * Replaces the pending receipt stored under `pending` with the operation's
    * final receipt (`tenant` as given to putReceipt), in place: the same

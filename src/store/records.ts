@@ -82,6 +82,19 @@ export class TenantRunsQuotaError extends Error {
 }
 
 /**
+ * The run's tenant has as many batches waiting for approvals as it may
+ * (TOOLGATE_MAX_WAITING_BATCHES_PER_TENANT): the update that would have made
+ * this run wait one more was not written. Checked and counted in the run's
+ * own atomic update, so replicas racing cannot pass the quota together.
+ */
+export class TenantWaitingQuotaError extends Error {
+  constructor (readonly max: number) {
+    super(`The tenant has ${max} batches waiting for approvals, its quota`)
+    this.name = 'TenantWaitingQuotaError'
+  }
+}
+
+/**
  * A shared store could not be reached or refused the command (connection
  * lost, timeout, out of memory, too much contention on one run). A command
  * that timed out may still have been applied. `statusCode` 503 makes the HTTP
@@ -109,6 +122,24 @@ function summarizeAnswer (responseJson: string): BatchSummary {
   const statuses: Record<string, number> = {}
   for (const r of results) if (typeof r.status === 'string') statuses[r.status] = (statuses[r.status] ?? 0) + 1
   return { turn: answer.turn ?? 0, calls: results.length, statuses }
+}
+
+/**
+ * Which run of an id a write comes from (SPEC section 19): its tenant and
+ * creation time, as an operation id names its run. A run id stored again
+ * (after expiry or eviction) is another incarnation: what a batch of an
+ * earlier one writes late (a receipt, an answer) never reaches it.
+ */
+export interface Incarnation { tenant: string, createdAt: number }
+
+/** The incarnation as one string (the Redis store keeps it beside the record, so a script compares it without decoding the record). */
+export function incarnationKey (incarnation: Incarnation): string {
+  return `${incarnation.createdAt} ${incarnation.tenant}`
+}
+
+/** Whether the record is that incarnation of its id. */
+export function isIncarnation (run: RunRecord, incarnation: Incarnation): boolean {
+  return run.createdAt === incarnation.createdAt && run.tenant === incarnation.tenant
 }
 
 /** Whether the run's lease is this batch's, taken by this replica. */

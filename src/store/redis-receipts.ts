@@ -1,6 +1,6 @@
 import type { Receipt } from '../model/receipt.js'
 import type { ReceiptJournal } from './receipt-journal.js'
-import { type StoredReceipt, StoreUnavailableError } from './records.js'
+import { type StoredReceipt, StoreUnavailableError, incarnationKey } from './records.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { PUT_RECEIPT, SETTLE_RECEIPT } from './redis-scripts.js'
 import { REVISE_RECEIPT } from './redis-uncertain-scripts.js'
@@ -24,13 +24,13 @@ export class RedisReceiptJournal implements ReceiptJournal {
     this.#opts = opts
   }
 
-  async putReceipt (receipt: Receipt, tenant: string, pending?: string): Promise<Receipt> {
+  async putReceipt (receipt: Receipt, tenant: string, pending?: string, runCreatedAt?: number): Promise<Receipt> {
     // The token, when there is one, is the first field: SETTLE_RECEIPT compares the value's opening.
     const stored: HeldValue = pending === undefined ? { receipt, tenant } : { pending, receipt, tenant }
     const conn = this.#conn
     const existing = await conn.eval(PUT_RECEIPT,
       [conn.key('op', receipt.operationId), conn.key('journal', receipt.runId), conn.key('run', receipt.runId)],
-      [JSON.stringify(stored), receipt.operationId, this.#opts.now(), this.#opts.receiptRetentionMs])
+      [JSON.stringify(stored), receipt.operationId, this.#opts.now(), this.#opts.receiptRetentionMs, runCreatedAt === undefined ? '' : incarnationKey({ tenant, createdAt: runCreatedAt })])
     return typeof existing === 'string' ? (JSON.parse(existing) as HeldValue).receipt : receipt
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, type Incarnation, incarnationKey, isIncarnation, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the Redis run state. */
@@ -13,6 +13,8 @@ export interface RedisRunOptions {
   maxRuns: number
   /** Most runs one tenant holds; 0 for no bound. */
   maxRunsPerTenant: number
+  /** Most runs of one tenant with a waiting batch; 0 for no bound. */
+  maxWaitingPerTenant: number
   /** Receipts outlive their run by at least this long (the update that keeps a run keeps its receipts: see UPDATE_RUN). */
   receiptRetentionMs: number
   /** Compare-and-set attempts of one `updateRun` before it gives up (503). */
@@ -26,7 +28,7 @@ const EVICTION_SCAN = 1000
 const MAX_LAST_WRITTEN = 10_000
 
 /** How a compare-and-set went; a conflict answers the version, record and batch id entry it found. */
-type WriteOutcome = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'conflict', found: Versioned | undefined }
+type WriteOutcome = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'quota' } | { kind: 'conflict', found: Versioned | undefined }
 
 /** A run record and its version, as written or as a lost compare-and-set answered them, and the hash of the batch id asked about. */
 interface Versioned { version: string, json: string, hash?: string | undefined }
@@ -78,7 +80,7 @@ export class RedisRunState implements RunStateStore {
     const version = this.#nextVersion()
     const created = await this.#conn.eval(CREATE_RUN,
       [this.#conn.key('run', run.runId), ...this.#conn.indexKeys(run.tenant)],
-      [run.runId, json, now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#conn.prefix, EVICTION_SCAN, version, this.#opts.maxRunsPerTenant])
+      [run.runId, json, now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#conn.prefix, EVICTION_SCAN, version, this.#opts.maxRunsPerTenant, incarnationKey(run)])
     if (created === -1) throw new StoreFullError()
     if (created === -2) throw new TenantRunsQuotaError(this.#opts.maxRunsPerTenant)
     if (created === 1) this.#remember(run.runId, version, json)
@@ -104,10 +106,14 @@ export class RedisRunState implements RunStateStore {
     return result.found ? result.value : undefined
   }
 
-  async completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean> {
+  async completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean> {
     // #write reads extras.record after fn, on every attempt: the answer goes with the release, or not at all.
     const extras: UpdateExtras = {}
     const done = await this.#update(runId, (run) => {
+      if (incarnation !== undefined && !isIncarnation(run, incarnation)) {
+        extras.record = undefined
+        return false
+      }
       const answer = typeof record === 'function' ? record(run) : record
       const held = holds(run, owner, answer.batchId)
       if (held) run.inFlight = null
@@ -205,6 +211,7 @@ export class RedisRunState implements RunStateStore {
         }
         this.#lastWritten.delete(runId)
         if (written.kind === 'gone') return { found: false }
+        if (written.kind === 'quota') throw new TenantWaitingQuotaError(this.#opts.maxWaitingPerTenant)
         // What was kept here was out of date: this attempt raced nobody and does not count.
         // The next starts at once from the run as the conflict answered it.
         if (assumed) {
@@ -271,15 +278,16 @@ export class RedisRunState implements RunStateStore {
     const conn = this.#conn
     const answer = await conn.eval(UPDATE_RUN,
       [conn.key('run', run.runId), conn.key('batches', run.runId), conn.key('batchids', run.runId), conn.key('journal', run.runId), ...conn.indexKeys(run.tenant), conn.key('idx', 'waiting'),
-        conn.writeAheadKey(run)],
+        conn.writeAheadKey(run), conn.key('waiting', run.tenant)],
       [version, json, now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, extras.dropBatches === true ? '1' : '0', conn.key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
         recorded?.batchId ?? '', recorded?.requestHash ?? '',
         run.waiting != null ? String(run.waiting.expiresAt) : wasWaiting ? '-' : '',
-        next, extras.entry?.batchId ?? '', hash ?? ''])
+        next, extras.entry?.batchId ?? '', hash ?? '', this.#opts.maxWaitingPerTenant, conn.key('run', '')])
     if (answer === 1) return { kind: 'ok', json }
     if (answer === 0) return { kind: 'gone' }
+    if (answer === -3) return { kind: 'quota' }
     const [foundVersion, foundJson, foundHash] = Array.isArray(answer) ? answer as unknown[] : []
     if (typeof foundJson !== 'string') return { kind: 'conflict', found: undefined }
     return { kind: 'conflict', found: { version: String(foundVersion), json: foundJson, hash: typeof foundHash === 'string' && foundHash !== '' ? foundHash : undefined } }

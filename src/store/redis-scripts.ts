@@ -45,7 +45,7 @@ end
 /**
  * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased, tenant.
  * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version,
- * most runs per tenant (0: no bound).
+ * most runs per tenant (0: no bound), the run's incarnation (incarnationKey, kept as field `i`).
  * Answers 0 when the run exists, -2 when its tenant holds its quota of runs
  * (checked first: a tenant at its quota evicts nobody), -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
@@ -86,7 +86,7 @@ if redis.call('ZCARD', KEYS[2]) >= maxRuns then
 end
 -- A new incarnation of the id: nothing an earlier run of it left is listed or replayed (its receipts stay, by operation id).
 redis.call('DEL', prefix .. 'batchids:' .. ARGV[1], prefix .. 'batches:' .. ARGV[1], prefix .. 'journal:' .. ARGV[1])
-redis.call('HSET', KEYS[1], 'v', ARGV[10], 'r', ARGV[2], 'rx', '0')
+redis.call('HSET', KEYS[1], 'v', ARGV[10], 'r', ARGV[2], 'rx', '0', 'i', ARGV[12] or '')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 index(2, ARGV[1], now + tonumber(ARGV[4]), ARGV[5], ARGV[6])
 return 1
@@ -95,7 +95,8 @@ return 1
 /**
  * Compare-and-set of a run record on its version.
  * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant, idx:waiting,
- * wal (the run's write-ahead records: answered, so deleted, with a stored batch record).
+ * wal (the run's write-ahead records: answered, so deleted, with a stored batch record),
+ * waiting:<tenant> (the tenant's runs with a waiting batch).
  * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
  * receipt retention, receipt slack, '1' to drop the batch ids and records,
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
@@ -103,10 +104,15 @@ return 1
  * place in idx:waiting (its waiting batch's expiry, '-' to leave it, '' when
  * neither the record read nor the one written holds a waiting batch), the
  * version to write (unique: see RedisStore), and a batch id whose entry the
- * writer assumed with the hash it assumed ('' when absent). The version covers
+ * writer assumed with the hash it assumed ('' when absent), the most runs of
+ * the tenant with a waiting batch (0: no bound), and the prefix of run keys.
+ * The version covers
  * the batch ids read with it: a batch id is recorded only in a write that
  * changes the version; an entry that was assumed, not read, is checked here.
- * Answers 1 when written, 0 when the run is gone, and when another write came
+ * Answers 1 when written, 0 when the run is gone, -3 when the write would
+ * make the run wait while its tenant has its quota of waiting runs (checked
+ * and counted here, atomically: replicas racing cannot both pass it; a run
+ * waits while its key holds `w`), and when another write came
  * first (or the entry is not as assumed) the version, record and entry's hash
  * it found, so the writer can try again at once.
  * The run's receipts are kept until `rx`, at least retention after the run's
@@ -119,6 +125,15 @@ if not version then return 0 end
 local entry = ''
 if ARGV[18] ~= '' then entry = redis.call('HGET', KEYS[3], ARGV[18]) or '' end
 if version ~= ARGV[1] or entry ~= ARGV[19] then return { version, redis.call('HGET', KEYS[1], 'r'), entry } end
+local waits = ARGV[16] ~= '' and ARGV[16] ~= '-'
+local quota = tonumber(ARGV[20] or '0')
+if waits and quota > 0 and redis.call('HGET', KEYS[1], 'w') ~= '1' and redis.call('ZCARD', KEYS[12]) >= quota then
+  -- Entries of runs that stopped waiting without this script (expired, evicted, created again) do not count.
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[12], 0, -1)) do
+    if redis.call('HGET', ARGV[21] .. id, 'w') ~= '1' then redis.call('ZREM', KEYS[12], id) end
+  end
+  if redis.call('ZCARD', KEYS[12]) >= quota then return -3 end
+end
 local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
 redis.call('HSET', KEYS[1], 'v', ARGV[17], 'r', ARGV[2])
@@ -135,7 +150,18 @@ else
   redis.call('PEXPIRE', KEYS[3], ttl)
 end
 index(5, ARGV[5], exp, ARGV[6], ARGV[7])
-if ARGV[16] == '-' then redis.call('ZREM', KEYS[10], ARGV[5]) elseif ARGV[16] ~= '' then redis.call('ZADD', KEYS[10], ARGV[16], ARGV[5]) end
+if ARGV[16] == '-' then
+  redis.call('ZREM', KEYS[10], ARGV[5])
+  if KEYS[12] then redis.call('ZREM', KEYS[12], ARGV[5]) end
+  redis.call('HDEL', KEYS[1], 'w')
+elseif waits then
+  redis.call('ZADD', KEYS[10], ARGV[16], ARGV[5])
+  if KEYS[12] then
+    redis.call('ZADD', KEYS[12], ARGV[16], ARGV[5])
+    if redis.call('PTTL', KEYS[12]) < ttl then redis.call('PEXPIRE', KEYS[12], ttl) end
+  end
+  redis.call('HSET', KEYS[1], 'w', '1')
+end
 local retention = tonumber(ARGV[8])
 local rx = tonumber(redis.call('HGET', KEYS[1], 'rx') or '0')
 if rx < exp + retention then
@@ -149,16 +175,27 @@ return 1
 `)
 
 /**
- * KEYS: op, journal, run. ARGV: stored JSON, operationId, now, retention.
+ * KEYS: op, journal, run. ARGV: stored JSON, operationId, now, retention,
+ * the writer's run incarnation ('' unchecked).
  * First writer wins: answers the stored JSON when the operation has a receipt
  * already, nil when this one was stored. A receipt is kept as long as its run
- * and `retention` after it (longer if the run's receipts were pushed on).
+ * and `retention` after it (longer if the run's receipts were pushed on). One
+ * of an earlier incarnation of the run id than the run held (a late write,
+ * SPEC section 19) is kept `retention` by its operation id, out of the
+ * journal.
  */
 export const PUT_RECEIPT = script('put-receipt', `
 local existing = redis.call('GET', KEYS[1])
 if existing then return existing end
 local now, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
 local runTtl = redis.call('PTTL', KEYS[3])
+if runTtl > 0 and (ARGV[5] or '') ~= '' then
+  local held = redis.call('HGET', KEYS[3], 'i')
+  if held and held ~= '' and held ~= ARGV[5] then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(keep, 1))
+    return false
+  end
+end
 if runTtl > 0 then
   keep = runTtl + keep
   local rx = tonumber(redis.call('HGET', KEYS[3], 'rx') or '0')

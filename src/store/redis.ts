@@ -24,6 +24,8 @@ export interface RedisStoreOptions {
   maxRuns: number
   /** Most runs one tenant holds; one more is refused (TenantRunsQuotaError). @default no bound */
   maxRunsPerTenant?: number
+  /** Most runs of one tenant with a waiting batch; one more is refused (TenantWaitingQuotaError). @default no bound */
+  maxWaitingPerTenant?: number
   /** Receipts outlive their run by at least this long. */
   receiptRetentionMs: number
   /** A command unanswered this long fails (503 to the client). @default 5000 */
@@ -51,7 +53,7 @@ export class RedisStore extends ComposedStore {
   constructor (opts: RedisStoreOptions) {
     const url = parseStoreUrl(opts.url)
     const prefix = opts.prefix ?? url.prefix
-    for (const name of ['runTtlMs', 'maxRuns', 'maxRunsPerTenant', 'receiptRetentionMs', 'commandTimeoutMs', 'maxUpdateAttempts'] as const) {
+    for (const name of ['runTtlMs', 'maxRuns', 'maxRunsPerTenant', 'maxWaitingPerTenant', 'receiptRetentionMs', 'commandTimeoutMs', 'maxUpdateAttempts'] as const) {
       const v = opts[name]
       if (v !== undefined && (!Number.isSafeInteger(v) || v < (name === 'receiptRetentionMs' ? 0 : 1))) {
         throw new TypeError(`Expected \`${name}\` of the Redis store to be a positive integer, got ${String(v)}`)
@@ -61,6 +63,7 @@ export class RedisStore extends ComposedStore {
       runTtlMs: opts.runTtlMs,
       maxRuns: opts.maxRuns,
       maxRunsPerTenant: opts.maxRunsPerTenant ?? 0,
+      maxWaitingPerTenant: opts.maxWaitingPerTenant ?? 0,
       receiptRetentionMs: opts.receiptRetentionMs,
       maxUpdateAttempts: opts.maxUpdateAttempts ?? DEFAULT_MAX_UPDATE_ATTEMPTS,
       now: clockReader(opts.clock)

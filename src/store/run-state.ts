@@ -1,5 +1,5 @@
 import type { RunRecord } from '../model/run.js'
-import type { BatchIdEntry, BatchRecord, RunCursor, RunPage, UpdateResult } from './records.js'
+import type { BatchIdEntry, BatchRecord, Incarnation, RunCursor, RunPage, UpdateResult } from './records.js'
 
 /**
  * Run records with their leases, batch ids and waiting batches: the state a
@@ -55,8 +55,12 @@ export interface RunStateStore {
    * record, decides before it mutates; its changes are kept whether or not
    * the lease is held), and answers the record to store: a batch's last
    * changes to its run, its answer and the release are then one write.
+   *
+   * With `incarnation`, the run the batch ran in: when the run held under
+   * the id now is another incarnation (SPEC section 19), nothing is stored
+   * or changed (the function is not run on that run's record); answers false.
    */
-  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord)): Promise<boolean>
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean>
   /**
    * A page of at most `limit` of the tenant's runs that are held (ended ones
    * included), most recently used first, after `after` when given. A run

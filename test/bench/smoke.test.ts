@@ -44,6 +44,9 @@ t.test('the smoke bench runs every measure against its reference and produces ev
     t.ok(lowest <= c.toolgateOverRelay && c.toolgateOverRelay <= highest, 'the median toolgate / relay lies within its rounds')
   }
   for (const c of results.latency) t.equal(c.errors, 0, `no errors in the ${c.batchSize}-call latency run`)
+  const e = results.mcpEndpoint
+  t.same(e.errors, { direct: 0, proxy: 0, toolgate: 0 }, 'every MCP tools/call of the /mcp rows answered a result')
+  t.ok(e.callsPerSec.direct > 0 && e.callsPerSec.proxy > 0 && e.callsPerSec.toolgate > 0, 'calls went through toolgate\'s /mcp, directly and through mcp-proxy')
 
   // Not a timing: conflict keys keep same-key calls apart whatever the speed.
   t.equal(results.makespan.overlaps, 0, 'toolgate never overlapped same-key calls in the makespan batches')

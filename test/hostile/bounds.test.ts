@@ -2,10 +2,19 @@
  * The hostile-input suite of SPEC section 19: each case a red team found
  * against a shared toolgate, replayed against a real service process
  * (listening on 127.0.0.1, port 0) while another tenant's batches run. It
- * asserts no answer of 5xx, no exit, no event-loop stall over 100 ms
- * (the service's own loop-delay histogram, read from its /metrics, which
- * resets it on every scrape), no cross-tenant read, and the other
- * tenant's batches served meanwhile.
+ * asserts no answer of 5xx, no exit, no event-loop stall over 100 ms, no
+ * cross-tenant read, and the other tenant's batches served meanwhile.
+ *
+ * The stall is measured with the service's own loop-delay histogram
+ * (perf_hooks.monitorEventLoopDelay through prom-client, read from its
+ * /metrics, which resets it on every scrape), case by case. Its max counts
+ * the time the service waited for a CPU as well, so the bound is on the
+ * max beyond that of an idle reference process at the same priority over
+ * the same case (./loop-reference.ts): what a shared machine adds to any
+ * process is not the service's stall. The bound and its margin are
+ * explained at TEST_STALL_BOUND_MS; the stall probe's longest busy stall
+ * (./stall-probe.mjs), the loop busy whatever the machine does, is
+ * asserted under the SPEC's 100 ms beside.
  *
  * The cases of MCP servers (tool caps, refresh rates, answer sizes) are in
  * test/mcp.
@@ -18,6 +27,7 @@ import t, { type Test } from 'tap'
 import { stalledClient, startExecutor, tool } from '../helper.js'
 import { buildToolgate, startReplica, type Replica } from '../replicas/processes.js'
 import { REDOS_CASES } from './redos-cases.js'
+import { STALL_BOUND_MS, TEST_STALL_BOUND_MS, startReference } from './loop-reference.js'
 import { branchingRefs, manyProperties } from '../tools/costly-schemas.js'
 
 const CANARY = 'canary-secret-of-acme-4471'
@@ -46,15 +56,16 @@ async function call (svc: Replica, who: Who, method: string, path: string, body?
   return { status: res.status, body: text === '' ? undefined : JSON.parse(text) }
 }
 
-/** Loop-delay figures of the service since the last reading, each source starting over once read. */
-interface Figures { maxMs: number, p99Ms: number, busyMs: number }
+/** Loop-delay figures of the service since the last reading, each source starting over once read; `referenceMs` the idle reference's max. */
+interface Figures { maxMs: number, p99Ms: number, busyMs: number, referenceMs: number }
 
 /**
  * The service's figures since the last reading: its loop-delay histogram
  * (prom-client's, in /metrics, reset on each scrape) and the stall probe's
  * longest stall the service spent running (./stall-probe.mjs).
  */
-async function loopDelay (svc: Replica): Promise<Figures> {
+async function loopDelay (svc: Replica, reference: { read: () => Promise<number> }): Promise<Figures> {
+  const referenceMs = await reference.read()
   const text = await (await fetch(`${svc.url}/metrics`)).text()
   const read = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000
   const seen = svc.output.length
@@ -66,7 +77,7 @@ async function loopDelay (svc: Replica): Promise<Figures> {
   }
   if (line === undefined) throw new Error('the stall probe did not answer')
   const probe = JSON.parse(line.slice('stall-probe '.length)) as { maxBusyMs: number }
-  return { maxMs: read('nodejs_eventloop_lag_max_seconds'), p99Ms: read('nodejs_eventloop_lag_p99_seconds'), busyMs: probe.maxBusyMs }
+  return { maxMs: read('nodejs_eventloop_lag_max_seconds'), p99Ms: read('nodejs_eventloop_lag_p99_seconds'), busyMs: probe.maxBusyMs, referenceMs }
 }
 
 t.test('no case of the hostile suite makes the service answer 5xx, exit, stall its loop 100 ms or leak across tenants', async (t) => {
@@ -103,6 +114,7 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
   // The figures are to be the service's own stalls, not its neighbours' work on a shared machine: it runs
   // ahead of other processes where this user may ask so (root), as it would on a host of its own.
   try { setPriority(svc.process.pid!, -15) } catch { t.comment('the service runs at normal priority: its loop-delay figures include the machine\'s other work') }
+  const reference = await startReference(t, svc.process.pid!)
 
   // Warm-up: each path once, so the figures below are of the cases, not of the first compile of the service's own code.
   const warm = await call(svc, 'gamma', 'POST', '/v1/runs', { runId: 'warm' })
@@ -114,7 +126,7 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
   await call(svc, 'gamma', 'GET', `/v1/receipts/${warmReceipt}`)
   await call(svc, 'gamma', 'GET', '/v1/runs/warm/batches')
   await call(svc, 'gamma', 'DELETE', '/v1/runs/warm')
-  await loopDelay(svc)
+  await loopDelay(svc, reference)
 
   // The other tenant: one ordinary batch after another for as long as the cases run (bounded).
   let stop = false
@@ -131,7 +143,7 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
   const figures: Array<{ name: string } & Figures> = []
   const measured = async (name: string, fn: (t: Test) => Promise<void>): Promise<void> => {
     await t.test(name, fn)
-    figures.push({ name, ...await loopDelay(svc) })
+    figures.push({ name, ...await loopDelay(svc, reference) })
   }
 
   await measured('a run id reused after eviction, by another tenant, sees nothing of the earlier run', async (t) => {
@@ -237,12 +249,18 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
 
   stop = true
   await background
-  figures.push({ name: 'the rest of the other tenant\'s batches', ...await loopDelay(svc) })
-  for (const f of figures) t.comment(`loop delay: max ${f.maxMs.toFixed(1)} ms, p99 ${f.p99Ms.toFixed(1)} ms, longest busy stall ${f.busyMs.toFixed(1)} ms: ${f.name}`)
-  const worst = (key: keyof Figures): string => Math.max(...figures.map((f) => f[key])).toFixed(1)
-  t.comment(`event-loop delay of the service over the suite: max ${worst('maxMs')} ms, p99 at most ${worst('p99Ms')} ms; longest stall spent running ${worst('busyMs')} ms`)
-  // The histogram's figures include time the service waited for a CPU on a shared machine; a stall is the loop busy.
-  t.ok(Number(worst('busyMs')) < 100, `no stall over 100 ms (longest ${worst('busyMs')} ms)`)
+  figures.push({ name: 'the rest of the other tenant\'s batches', ...await loopDelay(svc, reference) })
+  for (const f of figures) {
+    t.comment(`loop delay: max ${f.maxMs.toFixed(1)} ms (idle reference ${f.referenceMs.toFixed(1)} ms), p99 ${f.p99Ms.toFixed(1)} ms, longest busy stall ${f.busyMs.toFixed(1)} ms: ${f.name}`)
+  }
+  const worst = (of: (f: Figures) => number): string => Math.max(...figures.map(of)).toFixed(1)
+  const stall = (f: Figures): number => Math.max(0, f.maxMs - f.referenceMs)
+  t.comment(`event-loop delay of the service over the suite: max ${worst((f) => f.maxMs)} ms, p99 at most ${worst((f) => f.p99Ms)} ms; ` +
+    `beyond the idle reference ${worst(stall)} ms; longest stall spent running ${worst((f) => f.busyMs)} ms`)
+  for (const f of figures) {
+    t.ok(stall(f) < TEST_STALL_BOUND_MS, `loop-delay max ${f.maxMs.toFixed(1)} ms, ${stall(f).toFixed(1)} ms beyond the idle reference's, under ${TEST_STALL_BOUND_MS} ms: ${f.name}`)
+  }
+  t.ok(Number(worst((f) => f.busyMs)) < STALL_BOUND_MS, `no busy stall over ${STALL_BOUND_MS} ms (longest ${worst((f) => f.busyMs)} ms)`)
   t.ok(served.length > 0 && served.every((ok) => ok === 1), `the other tenant's ${served.length} batches were all served meanwhile`)
   t.same(statuses.filter((s) => s >= 500), [], 'no answer was a 5xx')
   t.equal(svc.process.exitCode, null, 'the service did not exit')

@@ -3,9 +3,11 @@
  * batches waiting for approvals per tenant and the size of `metadata`;
  * over a quota is 429 quota_exceeded for that tenant alone.
  */
+import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import { get, post } from '../helper.js'
+import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
 import { approvalApp, newRun } from '../approvals/helpers.js'
+import { REDIS_URL, deleteByPrefix, redisUnavailable } from '../store/harness.js'
 
 const keysDoc = {
   keys: [
@@ -13,6 +15,8 @@ const keysDoc = {
     { key: 'beta-orchestrator-0123456789', tenant: 'beta', roles: ['orchestrator'] }
   ]
 }
+// Asked before any test runs: the approval apps' fake clocks are not to meet the Redis client.
+const noRedis = await redisUnavailable()
 const acme = { authorization: 'Bearer acme-orchestrator-0123456789' }
 const beta = { authorization: 'Bearer beta-orchestrator-0123456789' }
 
@@ -74,4 +78,23 @@ t.test('a tenant at its quota of waiting batches is refused another; its other b
   await newRun(app, { runId: 'z1' }, beta)
   const theirs = await post(app, '/v1/runs/z1/batches', { batchId: 'b1', calls: [{ id: 'm', name: 'mail', arguments: { k: 'y' } }] }, beta)
   t.equal(theirs.status, 202, "the other tenant's batch waits as before")
+})
+
+t.test('two replicas on one Redis, racing to hold batches of one tenant: the waiting-batch quota holds exactly', { skip: noRedis ?? false }, async (t) => {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  t.teardown(() => deleteByPrefix(prefix))
+  const ex = await startExecutor(t)
+  const config = { store: `${REDIS_URL}?prefix=${encodeURIComponent(prefix)}`, maxWaitingBatchesPerTenant: 3 }
+  const replicas = await Promise.all([0, 1].map(async () => (await buildTestApp(t, { tools: [tool('mail', ex.url, { requiresApproval: true })], config, keysDoc })).app))
+  const runs = Array.from({ length: 10 }, (_, i) => `race${i}`)
+  for (const runId of runs) await newRun(replicas[0]!, { runId }, acme)
+  const answers = await Promise.all(runs.map((runId, i) =>
+    post(replicas[i % 2]!, `/v1/runs/${runId}/batches`, { batchId: 'b1', calls: [{ id: 'm', name: 'mail', arguments: { k: runId } }] }, acme)))
+  t.same(answers.map((a) => a.status).sort(), [202, 202, 202, 429, 429, 429, 429, 429, 429, 429], 'three held, the others refused')
+  t.ok(answers.filter((a) => a.status === 429).every((a) => a.body.code === 'quota_exceeded'))
+  const held = await get(replicas[1]!, '/v1/approvals', acme)
+  t.equal(held.status, 200)
+  t.equal(new Set(held.body.approvals.map((a: { runId: string }) => a.runId)).size, 3, 'three runs wait, seen from either replica')
+  await newRun(replicas[1]!, { runId: 'theirs' }, beta)
+  t.equal((await post(replicas[0]!, '/v1/runs/theirs/batches', { batchId: 'b1', calls: [{ id: 'm', name: 'mail', arguments: { k: 'y' } }] }, beta)).status, 202, "the other tenant's batch waits as before")
 })

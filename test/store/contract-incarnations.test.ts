@@ -9,7 +9,10 @@ import type { Test } from 'tap'
 import type { Store } from '../../src/store/types.js'
 import { type Harness, againstEveryStore, makeReceipt, makeRun } from './harness.js'
 
-await againstEveryStore('run incarnations', contract)
+await againstEveryStore('run incarnations', async (t, h) => {
+  await contract(t, h)
+  await lateWrites(t, h)
+})
 
 /** Runs one batch of `runId` to its stored answer, as the engine does: batch id with the lease, answer with the release. */
 async function finishBatch (store: Store, runId: string, batchId: string, now: number): Promise<void> {
@@ -60,5 +63,44 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await peer.getBatch('r1', 'b1'), undefined)
     t.same(await store.listBatches('r1'), [])
     t.equal((await store.getReceipt('op_old'))?.tenant, 'acme', 'the earlier receipt keeps its tenant')
+  })
+}
+
+/** Late writes (SPEC section 19): a batch of an earlier incarnation of a run id writes after a later run of that id was created. */
+async function lateWrites (t: Test, h: Harness): Promise<void> {
+  t.test("an earlier incarnation's late receipt and answer never reach the later run of its id", async (t) => {
+    const { store, peer, now } = await h.open(t, { maxRuns: 2 })
+    const earlier = makeRun('r1', now(), { tenant: 'acme' })
+    await store.createRun(earlier)
+    await store.createRun(makeRun('r2', now() + 1))
+    await store.createRun(makeRun('r3', now() + 2))
+    t.equal(await store.getRun('r1'), undefined, 'the earlier run was evicted')
+    const later = makeRun('r1', now() + 3, { tenant: 'beta' })
+    await peer.createRun(later)
+    // The later run's batch has the same id, on the same replica, as the earlier run's batch still writing.
+    await peer.updateRunWithBatchId('r1', 'b1', (run, entry) => {
+      entry.requestHash = 'hash-later'
+      run.inFlight = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 }
+    })
+
+    const lateReceipt = makeReceipt('r1', 'op_late', { status: 'uncertain', result: { secret: 'of the earlier run' } })
+    t.equal(await store.putReceipt(lateReceipt, 'acme', 'token-1', earlier.createdAt), lateReceipt, 'the late receipt is stored')
+    t.same(await peer.listReceipts('r1'), [], 'but not listed in the later run')
+    t.equal(await store.settleReceipt({ ...lateReceipt, status: 'committed' }, 'acme', 'token-1'), true, 'its dispatch settles it')
+    t.same(await peer.listReceipts('r1'), [], 'still not listed once settled')
+    t.same(await peer.getReceipt('op_late'), { receipt: { ...lateReceipt, status: 'committed' }, tenant: 'acme' }, 'reachable by operation id, with its own tenant')
+
+    const answer = { batchId: 'b1', requestHash: 'hash-earlier', responseJson: '{"secret":"of the earlier run"}', completedAt: now() }
+    t.equal(await store.completeBatch('r1', 'replica-a', (run) => { run.counters.turns = 99; return answer }, { tenant: 'acme', createdAt: earlier.createdAt }), false, 'the late answer is refused')
+    t.equal((await peer.getRun('r1'))?.counters.turns, 0, 'its changes to the run are not made')
+    t.equal(await peer.getBatch('r1', 'b1'), undefined, 'nothing is stored as the later run\'s answer')
+    t.match(await peer.getRun('r1'), { tenant: 'beta', inFlight: { batchId: 'b1', owner: 'replica-a' } }, "the later run's lease stands")
+
+    const own = makeReceipt('r1', 'op_own')
+    await peer.putReceipt(own, 'beta', undefined, later.createdAt)
+    t.same((await store.listReceipts('r1')).map((r) => r.operationId), ['op_own'], "the later run's own receipt is listed")
+    const mine = { ...answer, requestHash: 'hash-later', responseJson: '{"ok":true}' }
+    t.equal(await peer.completeBatch('r1', 'replica-a', mine, { tenant: 'beta', createdAt: later.createdAt }), true, "the later run's own answer is stored")
+    t.equal((await store.getBatch('r1', 'b1'))?.responseJson, '{"ok":true}')
   })
 }

@@ -11,7 +11,7 @@ import { releaseWithAnswer } from '../../runs/lease.js'
 import { addStats, emptyStats } from '../../runs/stats.js'
 import { settleAnswered, terminate } from '../../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../../model/run.js'
-import type { BatchRecord } from '../../store/types.js'
+import { type BatchRecord, type Incarnation, isIncarnation } from '../../store/types.js'
 import type { BatchOutcome } from '../../telemetry/types.js'
 import type { BatchAnswer } from '../engine-types.js'
 import { type Closing, GONE, respond } from '../respond.js'
@@ -45,6 +45,8 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
   let closing: Closing | undefined
   let responseJson = ''
   let stored: boolean
+  // The run this batch ran in: a later run of the same id (SPEC section 19) gets none of its changes or its answer.
+  const incarnation: Incarnation = { tenant: state.tenant, createdAt: state.createdAt }
   if (ending === null) {
     // Nothing this batch does ends the run, so no event depends on the run as stored: its last
     // changes to the run, its answer and the release of its lease are one atomic step.
@@ -53,15 +55,15 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
       closing = close(state, rt, ready, r, null)
       responseJson = respond(state, rt, { closing })
       return record(state, responseJson, rt.deps.clock.now())
-    })
+    }, incarnation)
   } else {
     // The run's termination is an event of the answer, known only once the run is updated: two steps.
-    const finalized = await store.updateRun(state.runId, (r) => close(state, rt, ready, r, ending))
+    const finalized = await store.updateRun(state.runId, (r) => isIncarnation(r, incarnation) ? close(state, rt, ready, r, ending) : undefined)
     if (finalized.found) closing = finalized.value
     if (closing?.terminatedNow === true) observer.runTerminated(ending)
     recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
     responseJson = respond(state, rt, { closing: closing ?? GONE })
-    stored = await releaseWithAnswer(store, state.runId, rt.deps, record(state, responseJson, rt.deps.clock.now()))
+    stored = await releaseWithAnswer(store, state.runId, rt.deps, record(state, responseJson, rt.deps.clock.now()), incarnation)
   }
   if (closing === undefined) responseJson = respond(state, rt, { closing: GONE })
   const left = closing ?? GONE
@@ -69,13 +71,21 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
   const outcome: BatchOutcome = closed ? 'closed' : left.state === 'terminated' ? 'terminated' : reason !== null ? 'cancelled' : 'completed'
   observer.batchCompleted(outcome, wallMs)
   // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
-  if (!stored) responseJson = (await store.getBatch(state.runId, state.batchId))?.responseJson ?? responseJson
+  // Never a later incarnation's answer of the same batch id: that run is not this batch's.
+  if (!stored) responseJson = (await answerOfSameRun(store, state, incarnation)) ?? responseJson
   if (closing !== undefined) for (const g of guards) g.closed?.()
   return {
     body: responseJson,
     replayed: false,
     log: { runId: state.runId, batchId: state.batchId, turn: state.turn, calls: results.length, outcome }
   }
+}
+
+/** The answer another replica stored for this batch, while the run held under its id is still the batch's run. */
+async function answerOfSameRun (store: BatchRuntime['deps']['store'], state: BatchState, incarnation: Incarnation): Promise<string | undefined> {
+  const run = await store.getRun(state.runId)
+  if (run === undefined || !isIncarnation(run, incarnation)) return undefined
+  return (await store.getBatch(state.runId, state.batchId))?.responseJson
 }
 
 /** Inside the run's atomic update: the batch's last changes to its run (termination, summaries, each guard's slice). */

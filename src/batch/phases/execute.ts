@@ -127,7 +127,7 @@ class Execution implements RunnerHooks {
     const headers = observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined
     if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
-    const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
+    const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
     const approvedAt = state.approvals?.decisions[call.index]?.at
     if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
     return (again !== null ? retryAction : dispatchAction)(ctx, call, opId, prepared.preparedAt, headers, argumentsJson)
