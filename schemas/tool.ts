@@ -26,7 +26,7 @@ export const ToolDefinition = Type.Object({
   idempotent: Type.Optional(Type.Boolean({ default: false, description: 'the executor applies a call once per Idempotency-Key, so a retry of an uncertain write is sent under the original one' })),
   execution: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('parallel'), Type.Literal('sequential')], { default: 'auto' })),
   conflictKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-  conflictScope: Type.Optional(Type.Union([Type.Literal('run'), Type.Literal('tenant')], { default: 'run', description: 'run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17)' })),
+  conflictScope: Type.Optional(Type.Union([Type.Literal('run'), Type.Literal('tenant')], { default: 'run', description: 'run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md)' })),
   conflictWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30000, description: 'How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy)' })),
   trackExactRepeats: Type.Optional(Type.Boolean({ default: true })),
   ignoreArguments: Type.Optional(Type.Array(Pointer, { maxItems: 64, uniqueItems: true, description: 'Members left out of the fingerprint (repeat and loop detection, operation ids); the executor still receives them' })),
