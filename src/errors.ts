@@ -55,7 +55,7 @@ export const CALL_ERRORS = {
   executor_redirect: 'The tool answered with a redirect, which is not followed',
   executor_failed: 'A read got no readable answer; it had no effect',
   outcome_unknown: 'A write may have reached the tool; no definitive answer came back',
-  store_unavailable: "An action's receipt could not be journalled; the action was not sent",
+  store_unavailable: "An action's receipt or a write's write-ahead record could not be stored; the call was not sent",
   projection_failed: "An action's receipt projection failed",
   internal_error: 'The call failed inside toolgate',
   terminated: 'Not run: the run ended',

@@ -6,7 +6,9 @@ import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
 import { LeaseKeeper, leased, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../model/run.js'
-import type { BatchIdEntry } from '../store/types.js'
+import type { BatchIdEntry, RunIdentity, TenantUncertainty } from '../store/types.js'
+import type { Uncertainty } from '../model/uncertainty.js'
+import { WAITING_OWNER } from '../model/waiting.js'
 import { registerGuards } from '../guards/index.js'
 import type { Guard } from '../guards/types.js'
 import { loadWaiting, readyFor, runBatch } from './coordinator.js'
@@ -21,7 +23,10 @@ import type { BatchEvent } from '../model/result.js'
 /** What the step that starts a batch found: it started (the lease taken), or why not. */
 type Start =
   | { kind: 'started', run: RunRecord, turn: number, waiting?: WaitingBatch }
-  | { kind: 'replay' }
+  /** Known: answered from its stored answer, or resumed (`run` names the incarnation a resume takes over). */
+  | { kind: 'replay', run: RunIdentity }
+  /** A new batch, and the lease of the run's last one lapsed: its replica died; the run is taken over first. */
+  | { kind: 'lapsed', run: RunIdentity }
   /** The batch waits for approvals: a resend answers where it stands. */
   | { kind: 'waiting', body: string }
   | { kind: 'reused' }
@@ -81,7 +86,7 @@ export class BatchEngine {
   }
 
   /** Runs a batch, or answers the stored response of one sent before: `body` is the response as JSON text. */
-  async execute (req: BatchRequest): Promise<BatchAnswer> {
+  async execute (req: BatchRequest, tookOver = false): Promise<BatchAnswer> {
     const { store } = this.#deps
     const calls = identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
     const { requestHash } = calls
@@ -118,9 +123,15 @@ export class BatchEngine {
         throw refusal(start, req)
       case 'waiting':
         return { body: start.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
+      case 'lapsed':
+        // Once: taken over, the run's lease is free (or another replica's, valid: busy).
+        if (tookOver) throw refusal({ kind: 'busy' }, req)
+        await this.#takeOver(start.run)
+        return await this.execute(req, true)
       case 'replay': {
         const record = await store.getBatch(req.runId, req.batchId)
         if (record !== undefined) return { body: record.responseJson, replayed: true, log: { runId: req.runId, batchId: req.batchId, replayed: true } }
+        await this.#takeOver(start.run)
         return await this.#resume(req, calls)
       }
       case 'started': {
@@ -147,6 +158,26 @@ export class BatchEngine {
     if (tools === null) return
     if (this.#allowedTools.size >= MAX_TOOL_LISTS) this.#allowedTools.delete(this.#allowedTools.keys().next().value!)
     this.#allowedTools.set(runId, tools)
+  }
+
+  /**
+   * Takes over a run no valid lease holds (SPEC section 17): the writes its
+   * last batch recorded as about to be sent and never answered become
+   * unresolved uncertainties of the run (cause `replica_lost`), in one
+   * atomic step of the store, before this replica takes the lease. Nothing
+   * when a valid lease holds it (the step that follows answers busy).
+   */
+  async #takeOver (run: RunIdentity): Promise<void> {
+    const { store, uncertain, logger, tools } = this.#deps
+    const made = await store.takeOverWrites(run)
+    if (made === undefined || made.length === 0) return
+    logger?.warn({ runId: run.runId, batchId: made[0]!.batchId, lost: made.map((u) => ({ callId: u.callId, operationId: u.operationId, tool: u.tool })) },
+      'writes of a lost replica found unanswered: kept as unresolved uncertain writes (replica_lost), never sent again')
+    for (const u of made) uncertain?.recover(run.runId, u)
+    // The tenant's list (GET /v1/uncertain); the run's own list already holds them.
+    store.noteTenantUncertain(run.tenant, made.map((u) => tenantEntry(run.runId, u, tools.resolve(u.tool)?.conflictScope === 'tenant'))).catch((err: unknown) => {
+      logger?.warn({ runId: run.runId, err: { message: (err as Error).message } }, 'uncertain writes: the store could not be updated')
+    })
   }
 
   /**
@@ -215,8 +246,10 @@ export class BatchEngine {
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
       if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
-      return busy && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay' }
+      return busy && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay', run: identityOf(run) }
     }
+    // A lapsed lease (not a waiting batch's): its replica died or stopped; what it was sending is found first.
+    if (!busy && run.inFlight !== null && run.inFlight.owner !== WAITING_OWNER && run.state === 'active') return { kind: 'lapsed', run: identityOf(run) }
     if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
     // A batch waiting for approvals holds the run, whatever its lease says (the sweep expires it).
     if (busy || run.waiting?.phase === 'awaiting') return { kind: 'busy' }
@@ -242,8 +275,18 @@ export class BatchEngine {
 /** Most runs whose tool list is kept here. */
 const MAX_TOOL_LISTS = 10_000
 
+/** A run's incarnation, as the store's write-ahead records name it. */
+function identityOf (run: RunRecord): RunIdentity {
+  return { runId: run.runId, tenant: run.tenant, createdAt: run.createdAt }
+}
+
+/** An uncertainty of the run as its tenant's list holds it. */
+function tenantEntry (runId: string, u: Uncertainty, tenantScoped: boolean): TenantUncertainty {
+  return { operationId: u.operationId, runId, callId: u.callId, tool: u.tool, conflictKey: u.conflictKey, tenantScoped, cause: u.cause ?? 'replica_lost', since: u.since }
+}
+
 /** The problem a batch that does not start answers. */
-function refusal (start: Exclude<Start, { kind: 'started' | 'replay' | 'waiting' }>, req: BatchRequest): ProblemError {
+function refusal (start: Exclude<Start, { kind: 'started' | 'replay' | 'waiting' | 'lapsed' }>, req: BatchRequest): ProblemError {
   switch (start.kind) {
     case 'not_found': return runNotFound(req.runId)
     case 'busy': return new ProblemError('run_busy', 'A batch of this run is in flight; wait for its answer.')

@@ -11,11 +11,13 @@ import { type ApprovalsDeps, approvalsGuard } from './approvals.js'
 import { limitsGuard } from './limits.js'
 import { loopsGuard } from './loops.js'
 import { retrySafetyGuard } from './retry-safety.js'
+import { type WriteAheadDeps, writeAheadGuard } from './write-ahead.js'
 import type { BatchGuard, Guard, GuardedBatch, ResetCause } from './types.js'
 import type { RunRecord } from '../model/run.js'
 
 /** What the registered guards are built with. */
-export interface GuardSetup extends ApprovalsDeps {
+export interface GuardSetup extends Omit<ApprovalsDeps, 'store'> {
+  store: ApprovalsDeps['store'] & WriteAheadDeps['store']
   clock: Clock
   /** Retry safety's service (indexing and recovering uncertain writes), when there is one. */
   uncertain?: UncertainWrites | undefined
@@ -27,6 +29,8 @@ export function registerGuards (setup: GuardSetup): Guard[] {
     limitsGuard,
     loopsGuard,
     approvalsGuard(setup),
+    // Before retry safety: the very call of a resent batch whose replica was lost is answered uncertain, not blocked as its own retry.
+    writeAheadGuard(setup),
     retrySafetyGuard(setup.uncertain, setup.clock)
   ]
 }

@@ -12,6 +12,7 @@
  * | `admit`, `count` | admission | inside the run's atomic update (re-run when a store retries it) |
  * | `begin`, `report` | settle: before and as each call is settled or listed to run | in this process |
  * | `beforeEpoch`, `acquire`, `release` | execute: before an epoch's dispatches, around each call's dispatch | in this process |
+ * | `refuse` | execute: after `beforeEpoch`, before the call is sent | a call answered instead of sent |
  * | `afterEpoch` | after each epoch, and before the answer | may stop the run |
  * | `beforeClose`, `close`, `closed` | answer: before, inside and after the batch's final atomic update | |
  * | `Guard.reset` | `POST .../messages` | inside the run's atomic update |
@@ -22,7 +23,7 @@
  */
 import type { Clock } from '../clock.js'
 import type { PreparationOutcome, PreparedCall, RawCall } from '../model/call.js'
-import type { BatchEvent, CallResult, PolicyMessage } from '../model/result.js'
+import type { BatchEvent, CallDetails, CallResult, PolicyMessage } from '../model/result.js'
 import type { StopReason } from '../model/results.js'
 import type { RunRecord, RunStats } from '../model/run.js'
 import type { Decision } from '../model/waiting.js'
@@ -116,6 +117,9 @@ export interface ClosingBatch {
 /** The 202 a held batch answers: its body, and how many calls wait. */
 export interface Held { body: unknown, held: number }
 
+/** A call a guard did not let be sent, answered instead (`error`: nothing was sent); `stop` stops the batch too (it lost its lease: nothing more starts). */
+export interface Refusal { status: 'error', content: string, details: CallDetails, stop?: string }
+
 /** One rule's part in one batch. Every hook is optional; see the table at the top of this file. */
 export interface BatchGuard {
   screen?: (verdicts: Verdict[]) => void
@@ -126,6 +130,8 @@ export interface BatchGuard {
   report?: (index: number, verdict: Verdict, admitted: Admitted) => void
   /** Before the first dispatch of an epoch (one store round trip for the epoch's writes, say). */
   beforeEpoch?: (epoch: number, indexes: readonly number[]) => Promise<void> | void
+  /** After its epoch's `beforeEpoch`: a call the guard will not let be sent after all (its write-ahead record could not be stored), and its answer. */
+  refuse?: (index: number) => Refusal | undefined
   acquire?: (index: number) => Promise<void> | void
   release?: (index: number) => void
   afterEpoch?: (results: readonly CallResult[]) => StopReason | null

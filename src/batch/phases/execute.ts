@@ -61,7 +61,7 @@ class Execution implements RunnerHooks {
     this.#rt = rt
     this.#prepared = ready.prepared
     this.#guards = ready.guards
-    this.#epochGuards = ready.guards.filter((g) => g.beforeEpoch !== undefined)
+    this.#epochGuards = ready.guards.filter((g) => g.beforeEpoch !== undefined || g.refuse !== undefined)
     this.#callGuards = ready.guards.filter((g) => g.acquire !== undefined || g.release !== undefined)
     this.#context = {
       runId: state.runId,
@@ -99,7 +99,15 @@ class Execution implements RunnerHooks {
 
   /** A dispatch with the guards' steps: before its epoch's first dispatch (once per epoch), and around the call's own. */
   async #guardedDispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
-    if (this.#epochGuards.length > 0) await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
+    if (this.#epochGuards.length > 0) {
+      await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
+      for (const g of this.#epochGuards) {
+        const refused = g.refuse?.(c.index)
+        if (refused === undefined) continue
+        if (refused.stop !== undefined) this.#rt.controller.abort(refused.stop)
+        return { value: { status: refused.status, content: refused.content, isError: true, details: refused.details }, uncertain: false, closeBatch: false }
+      }
+    }
     for (const g of this.#callGuards) await g.acquire?.(c.index)
     try {
       return await this.#dispatch(c, epoch)
