@@ -67,6 +67,8 @@ export type ToolDefinition = {
   executor: {
     url: string
     timeoutMs?: number
+    /** Longest a call may take in all while its executor's progress reports reset timeoutMs (an MCP server's tools); default 10 times timeoutMs */
+    maxTimeoutMs?: number
     /** asked GET ?operationId=<id> for the outcome of an uncertain write */
     statusUrl?: string
   }
@@ -75,7 +77,7 @@ export type ToolDefinition = {
   idempotent?: boolean
   execution?: "auto" | "parallel" | "sequential"
   conflictKey?: string
-  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica */
+  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
   conflictScope?: "run" | "tenant"
   /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
   conflictWaitMs?: number
@@ -221,7 +223,7 @@ export type BatchResponse = {
   }>
   events: Array<{
     seq: number
-    type: "batch.started" | "epoch.started" | "call.started" | "call.completed" | "epoch.settled" | "tool.repeat_detected" | "run.terminated" | "batch.completed" | "batch.awaiting_approval" | "call.awaiting_approval" | "call.approved" | "call.denied"
+    type: "batch.started" | "epoch.started" | "call.started" | "call.progress" | "call.completed" | "epoch.settled" | "tool.repeat_detected" | "run.terminated" | "batch.completed" | "batch.awaiting_approval" | "call.awaiting_approval" | "call.approved" | "call.denied"
     at: string
     callId?: string
     tool?: string
@@ -232,6 +234,10 @@ export type BatchResponse = {
     /** tool.repeat_detected: exact, cycle, errors or no_progress */
     kind?: string
     count?: number
+    /** call.progress: the executor's progress so far (an MCP server's notifications/progress) */
+    progress?: number
+    /** call.progress: the total, when the executor knows one */
+    total?: number
     reason?: string
     size?: number
     [key: string]: unknown
@@ -312,6 +318,17 @@ export type McpServer = {
   command?: string
   /** The names of the headers sent; their values are never shown. */
   headerNames?: Array<string>
+  /** How toolgate gets its access token; never the secret, the key or the token. */
+  oauth?: {
+    clientId: string
+    method: "client_secret_basic" | "private_key_jwt"
+    tokenUrl?: string
+    issuer?: string
+    scope?: string
+    resource?: string
+    /** The environment variable the secret or key is read from. */
+    secretFrom?: string
+  }
   trust: "untrusted" | "trusted"
   prefix: string
   pinning: "off" | "on"
@@ -383,6 +400,8 @@ export interface Operations {
         executor: {
           url: string
           timeoutMs?: number
+          /** Longest a call may take in all while its executor's progress reports reset timeoutMs (an MCP server's tools); default 10 times timeoutMs */
+          maxTimeoutMs?: number
           /** asked GET ?operationId=<id> for the outcome of an uncertain write */
           statusUrl?: string
         }
@@ -391,7 +410,7 @@ export interface Operations {
         idempotent?: boolean
         execution?: "auto" | "parallel" | "sequential"
         conflictKey?: string
-        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica */
+        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
         conflictScope?: "run" | "tenant"
         /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
         conflictWaitMs?: number
@@ -762,7 +781,7 @@ export interface Operations {
             idempotent?: boolean
             execution?: "auto" | "parallel" | "sequential"
             conflictKey?: string
-            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica */
+            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
             conflictScope?: "run" | "tenant"
             /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
             conflictWaitMs?: number
@@ -803,6 +822,27 @@ export interface Operations {
         transport: "streamableHttp"
         url: string
         headers?: Record<string, string>
+        oauth?: {
+          clientId: string
+          /** Sent by HTTP Basic (client_secret_basic). Never shown or logged. */
+          clientSecret?: string
+          /** The name of an environment variable of toolgate that holds the secret (MCP_SECRET_*). */
+          clientSecretEnv?: string
+          /** A signed JWT assertion (private_key_jwt, RFC 7523) in place of a secret. */
+          privateKeyJwt?: {
+            /** PKCS#8 or PKCS#1/SEC1 PEM. Never shown or logged. */
+            privateKey?: string
+            /** The name of an environment variable of toolgate that holds the secret (MCP_SECRET_*). */
+            privateKeyEnv?: string
+            alg: "RS256" | "ES256"
+            kid?: string
+          }
+          tokenUrl?: string
+          /** The authorization server's issuer: discovery must find this one (else credentials go wherever the MCP server's metadata points); the JWT assertion's aud. */
+          issuer?: string
+          scope?: string
+          resource?: string
+        }
         name?: string
       } }
     responses: { "200": McpServer; "201": McpServer; "400": Problem; "401": Problem; "403": Problem; "413": Problem; "415": Problem; "429": Problem; "500": Problem; "503": Problem; "4XX": ClientError }
