@@ -7,7 +7,7 @@ import type { Uncertainty } from '../src/model/uncertainty.js'
 import { RunIdParams } from '../schemas/common.js'
 import { answer, problems } from '../schemas/responses.js'
 import { OperationIdParams } from '../schemas/receipt.js'
-import { ResolveBody, Resolution, UncertainList } from '../schemas/uncertain.js'
+import { ResolveBody, Resolution, TenantUncertainList, UncertainList } from '../schemas/uncertain.js'
 
 const access = { roles: ['orchestrator', 'operator'] as const }
 
@@ -30,6 +30,25 @@ export const uncertainRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     return { runId: run.runId, uncertain: (run.uncertain ?? []).map(view) }
   })
 
+  app.get('/v1/uncertain', {
+    config: access,
+    schema: {
+      tags: ['receipts'],
+      operationId: 'listTenantUncertainWrites',
+      summary: "The tenant's unresolved uncertain writes, oldest first",
+      description: 'Writes of every run of the caller\'s tenant whose outcome is unknown and that nothing has resolved yet. One whose tool has `conflictScope: "tenant"` blocks later writes with its conflict key from every run of the tenant (`unresolved_uncertain_write`, `blockedByRun`) until it is resolved.',
+      response: { 200: answer(TenantUncertainList, "The tenant's unresolved uncertain writes.") }
+    }
+  }, async (req) => {
+    const listed = await services.store.listTenantUncertain(principalOf(req).tenant)
+    return {
+      uncertain: listed.map((u) => ({
+        operationId: u.operationId, runId: u.runId, callId: u.callId, tool: u.tool, conflictKey: u.conflictKey,
+        conflictScope: u.tenantScoped ? 'tenant' as const : 'run' as const, cause: u.cause, since: new Date(u.since).toISOString()
+      }))
+    }
+  })
+
   app.post('/v1/receipts/:operationId/resolve', {
     config: access,
     schema: {
@@ -43,8 +62,20 @@ export const uncertainRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     }
   }, async (req) => {
     const { operationId } = req.params
-    const { runId, entry } = await locate(services, operationId, principalOf(req).tenant)
+    const tenant = principalOf(req).tenant
+    const found = await locate(services, operationId, tenant).catch(async (err: unknown) => {
+      // A write whose replica died holding its tenant key is listed for the tenant before any replica takes its run over.
+      const lost = err instanceof ProblemError ? (await services.store.listTenantUncertain(tenant)).find((u) => u.operationId === operationId) : undefined
+      if (lost === undefined) throw err
+      return lost
+    })
     const body = req.body
+    if (!('entry' in found)) {
+      if ('recheck' in body) throw new ProblemError('no_status_url', `Operation ${operationId} was lost with its replica before its run recorded it; resolve it with a status instead.`)
+      await services.store.forgetTenantUncertain(tenant, [operationId])
+      return { operationId, runId: found.runId, resolved: true, how: 'manual' as const, status: body.status }
+    }
+    const { runId, entry } = found
     if ('recheck' in body) {
       const target = uncertain.targetOf(runId, entry)
       if (target === undefined) throw new ProblemError('no_status_url', `Tool ${entry.tool} has no executor.statusUrl; resolve it with a status instead.`)

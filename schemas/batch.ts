@@ -48,6 +48,7 @@ const Details = Type.Object({
   message: Type.Optional(Type.String()),
   blockedBy: Type.Optional(Type.String()),
   blockedByOperation: Type.Optional(Type.String()),
+  blockedByRun: Type.Optional(Type.String()),
   conflictKey: Type.Optional(Type.String({ description: "The call's conflict key as filled from its prepared arguments: calls with the same key never overlap." })),
   waited: Type.Optional(Type.Object({
     for: Type.Union([Type.Literal('slot'), Type.Literal('conflict_key')]),

@@ -37,3 +37,17 @@ export const UncertainWrite = Type.Object({
 })
 
 export const UncertainList = Type.Object({ runId: Type.String(), uncertain: Type.Array(UncertainWrite) })
+
+/** One unresolved uncertain write of the tenant (SPEC section 17). */
+export const TenantUncertainWrite = Type.Object({
+  operationId: Type.String(),
+  runId: Type.String(),
+  callId: Type.String(),
+  tool: Type.String(),
+  conflictKey: Type.Union([Type.String(), Type.Null()]),
+  conflictScope: Type.Union([Type.Literal('run'), Type.Literal('tenant')], { description: 'tenant: the write blocks later writes with its conflict key from every run of the tenant until it is resolved' }),
+  cause: Type.String({ description: 'why its outcome is unknown: the exchange\'s cause (`timeout`, `connection_closed`, …) or `replica_lost` (the replica sending it died)' }),
+  since: Type.String({ description: 'when it was recorded, ISO 8601' })
+})
+
+export const TenantUncertainList = Type.Object({ uncertain: Type.Array(TenantUncertainWrite) })

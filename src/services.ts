@@ -22,6 +22,8 @@ import { McpServers } from './mcp/servers.js'
 import type { ToolPins } from './store/tool-pins.js'
 import type { ReconnectPolicy } from './mcp/connection.js'
 import { UncertainWrites, type UncertainWritesOptions } from './uncertain/service.js'
+import { TenantKeyGate } from './conflicts/gate.js'
+import { ConflictMetrics } from './conflicts/metrics.js'
 import { ApprovalService } from './approvals/service.js'
 import { Elicitations } from './approvals/elicitations.js'
 import { type Clock, systemClock } from './clock.js'
@@ -133,6 +135,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     clock,
     ...overrides.uncertain
   })
+  const tenantKeys = new TenantKeyGate({ store, leaseMs: overrides.leaseMs ?? config.leaseMs, clock, metrics: new ConflictMetrics(telemetry.metrics.registry), logger })
   const engine = new BatchEngine({
     store,
     tools,
@@ -147,6 +150,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     slowPreparationMs: config.slowPreparationMs,
     onStats: (stats) => telemetry.summary.add(stats),
     uncertain,
+    keys: tenantKeys,
     ...(overrides.moreGuards === undefined ? {} : { moreGuards: overrides.moreGuards }),
     approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
   })

@@ -67,6 +67,8 @@ export type ToolDefinition = {
   executor: {
     url: string
     timeoutMs?: number
+    /** Longest a call may take in all while its executor's progress reports reset timeoutMs (an MCP server's tools); default 10 times timeoutMs */
+    maxTimeoutMs?: number
     /** asked GET ?operationId=<id> for the outcome of an uncertain write */
     statusUrl?: string
   }
@@ -75,7 +77,7 @@ export type ToolDefinition = {
   idempotent?: boolean
   execution?: "auto" | "parallel" | "sequential"
   conflictKey?: string
-  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+  /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
   conflictScope?: "run" | "tenant"
   /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
   conflictWaitMs?: number
@@ -178,6 +180,7 @@ export type BatchResponse = {
       message?: string
       blockedBy?: string
       blockedByOperation?: string
+      blockedByRun?: string
       /** The call's conflict key as filled from its prepared arguments: calls with the same key never overlap. */
       conflictKey?: string
       /** Why the call started after its epoch began: every slot (`maxConcurrentTools`) was taken, or a running call held its conflict key. */
@@ -220,7 +223,7 @@ export type BatchResponse = {
   }>
   events: Array<{
     seq: number
-    type: "batch.started" | "epoch.started" | "call.started" | "call.completed" | "epoch.settled" | "tool.repeat_detected" | "run.terminated" | "batch.completed" | "batch.awaiting_approval" | "call.awaiting_approval" | "call.approved" | "call.denied"
+    type: "batch.started" | "epoch.started" | "call.started" | "call.progress" | "call.completed" | "epoch.settled" | "tool.repeat_detected" | "run.terminated" | "batch.completed" | "batch.awaiting_approval" | "call.awaiting_approval" | "call.approved" | "call.denied"
     at: string
     callId?: string
     tool?: string
@@ -231,6 +234,10 @@ export type BatchResponse = {
     /** tool.repeat_detected: exact, cycle, errors or no_progress */
     kind?: string
     count?: number
+    /** call.progress: the executor's progress so far (an MCP server's notifications/progress) */
+    progress?: number
+    /** call.progress: the total, when the executor knows one */
+    total?: number
     reason?: string
     size?: number
     [key: string]: unknown
@@ -311,6 +318,17 @@ export type McpServer = {
   command?: string
   /** The names of the headers sent; their values are never shown. */
   headerNames?: Array<string>
+  /** How toolgate gets its access token; never the secret, the key or the token. */
+  oauth?: {
+    clientId: string
+    method: "client_secret_basic" | "private_key_jwt"
+    tokenUrl?: string
+    issuer?: string
+    scope?: string
+    resource?: string
+    /** The environment variable the secret or key is read from. */
+    secretFrom?: string
+  }
   trust: "untrusted" | "trusted"
   prefix: string
   pinning: "off" | "on"
@@ -382,6 +400,8 @@ export interface Operations {
         executor: {
           url: string
           timeoutMs?: number
+          /** Longest a call may take in all while its executor's progress reports reset timeoutMs (an MCP server's tools); default 10 times timeoutMs */
+          maxTimeoutMs?: number
           /** asked GET ?operationId=<id> for the outcome of an uncertain write */
           statusUrl?: string
         }
@@ -390,7 +410,7 @@ export interface Operations {
         idempotent?: boolean
         execution?: "auto" | "parallel" | "sequential"
         conflictKey?: string
-        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+        /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
         conflictScope?: "run" | "tenant"
         /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
         conflictWaitMs?: number
@@ -761,7 +781,7 @@ export interface Operations {
             idempotent?: boolean
             execution?: "auto" | "parallel" | "sequential"
             conflictKey?: string
-            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (SPEC section 17) */
+            /** run: the conflict key keeps calls of one batch apart; tenant: no two calls with the same key run at once in any run of the tenant, on any replica (docs/scheduling.md) */
             conflictScope?: "run" | "tenant"
             /** How long a call waits for its tenant-scoped key held elsewhere before it is blocked (conflict_key_busy) */
             conflictWaitMs?: number
@@ -802,6 +822,27 @@ export interface Operations {
         transport: "streamableHttp"
         url: string
         headers?: Record<string, string>
+        oauth?: {
+          clientId: string
+          /** Sent by HTTP Basic (client_secret_basic). Never shown or logged. */
+          clientSecret?: string
+          /** The name of an environment variable of toolgate that holds the secret (MCP_SECRET_*). */
+          clientSecretEnv?: string
+          /** A signed JWT assertion (private_key_jwt, RFC 7523) in place of a secret. */
+          privateKeyJwt?: {
+            /** PKCS#8 or PKCS#1/SEC1 PEM. Never shown or logged. */
+            privateKey?: string
+            /** The name of an environment variable of toolgate that holds the secret (MCP_SECRET_*). */
+            privateKeyEnv?: string
+            alg: "RS256" | "ES256"
+            kid?: string
+          }
+          tokenUrl?: string
+          /** The authorization server's issuer: discovery must find this one (else credentials go wherever the MCP server's metadata points); the JWT assertion's aud. */
+          issuer?: string
+          scope?: string
+          resource?: string
+        }
         name?: string
       } }
     responses: { "200": McpServer; "201": McpServer; "400": Problem; "401": Problem; "403": Problem; "413": Problem; "415": Problem; "429": Problem; "500": Problem; "503": Problem; "4XX": ClientError }
@@ -908,6 +949,27 @@ export interface Operations {
         }>
         [key: string]: unknown
       }; "400": Problem; "401": Problem; "403": Problem; "404": Problem; "429": Problem; "500": Problem; "503": Problem; "4XX": ClientError }
+  }
+  /** The tenant's unresolved uncertain writes, oldest first */
+  listTenantUncertainWrites: {
+    input: {  }
+    responses: { "200": {
+        uncertain: Array<{
+          operationId: string
+          runId: string
+          callId: string
+          tool: string
+          conflictKey: string | null
+          /** tenant: the write blocks later writes with its conflict key from every run of the tenant until it is resolved */
+          conflictScope: "run" | "tenant"
+          /** why its outcome is unknown: the exchange's cause (`timeout`, `connection_closed`, …) or `replica_lost` (the replica sending it died) */
+          cause: string
+          /** when it was recorded, ISO 8601 */
+          since: string
+          [key: string]: unknown
+        }>
+        [key: string]: unknown
+      }; "401": Problem; "403": Problem; "429": Problem; "500": Problem; "503": Problem; "4XX": ClientError }
   }
   /** Resolves an unresolved uncertain write */
   resolveUncertainWrite: {
@@ -1040,6 +1102,7 @@ export const OPERATIONS = {
   mcpRunPost: { method: 'POST', path: '/v1/runs/{runId}/mcp' },
   mcpRunDelete: { method: 'DELETE', path: '/v1/runs/{runId}/mcp' },
   listRunUncertainWrites: { method: 'GET', path: '/v1/runs/{runId}/uncertain' },
+  listTenantUncertainWrites: { method: 'GET', path: '/v1/uncertain' },
   resolveUncertainWrite: { method: 'POST', path: '/v1/receipts/{operationId}/resolve' },
   listApprovals: { method: 'GET', path: '/v1/approvals' },
   decideApprovals: { method: 'POST', path: '/v1/runs/{runId}/batches/{batchId}/approvals' },

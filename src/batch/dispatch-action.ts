@@ -11,7 +11,8 @@ import { errorContent } from '../model/content.js'
 
 /** An action call's settled result: a plain outcome, or a projection that failed. */
 export interface ActionOutcome {
-  status: PlainOutcome['status'] | 'projection_failed'
+  /** `blocked`, `cancelled` and a plain `error`: a tenant-scoped key kept the call from being sent (tenant-key.ts). */
+  status: PlainOutcome['status'] | 'projection_failed' | 'blocked' | 'cancelled'
   content: string
   isError: boolean
   details: PlainOutcome['details']

@@ -15,6 +15,7 @@ import type { Store } from '../store/types.js'
 import type { Telemetry } from '../telemetry/types.js'
 import type { ToolLookup } from '../model/tool.js'
 import type { UncertainWrites } from '../uncertain/service.js'
+import type { TenantKeyGate } from '../conflicts/gate.js'
 import type { BatchEvent } from '../model/result.js'
 
 /** What the engine is built with, and hands every phase. */
@@ -41,6 +42,8 @@ export interface EngineDeps {
   onStats?: (stats: RunStats) => void
   /** Retry safety across turns (SPEC section 14): told what each batch added and resolved. */
   uncertain?: UncertainWrites
+  /** Tenant-scoped conflict keys (SPEC section 17); unset, such keys keep calls apart inside a batch only. */
+  keys?: TenantKeyGate
   /** Batches with a call of a tool that requires approval wait for decisions (src/approvals); unset, nothing is held. */
   approvals?: ApprovalSettings
   /** The run-level rules, in the order their hooks run; unset, the registered ones (src/guards/index.ts). */

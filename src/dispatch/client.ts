@@ -11,6 +11,8 @@ export interface ExecutorRequest {
   idempotencyKey?: string
   /** Trace context headers (`traceparent`, `tracestate`). */
   trace?: Readonly<Record<string, string>> | undefined
+  /** Sent as the Toolgate-Fencing-Token header: the call holds a tenant-scoped conflict key (SPEC section 17). */
+  fencingToken?: string | undefined
 }
 
 export interface ExecutorClientOptions {
@@ -202,6 +204,7 @@ export class ExecutorClient {
 function requestHeaders (req: ExecutorRequest): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' }
   if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey
+  if (req.fencingToken !== undefined) headers['toolgate-fencing-token'] = req.fencingToken
   const trace = req.trace
   if (trace !== undefined) for (const name in trace) headers[name] = trace[name]!
   return headers

@@ -42,6 +42,8 @@ export type ExecutorAnswer =
 export interface ExecutorCall {
   readonly id: string
   readonly arguments: Record<string, unknown>
+  /** The fencing token of the call's tenant-scoped conflict key (SPEC section 17): `Toolgate-Fencing-Token`. */
+  readonly fencingToken?: string
   readonly tool: {
     readonly name: string
     /** `maxTimeoutMs`: the longest the call may take in all while progress resets `timeoutMs` (SPEC §18). */

@@ -27,7 +27,8 @@ export class HttpExecutor implements Executor {
       timeoutMs,
       body: executorBody(this.#prefixOf(opts.runId, opts.batchId), call, operationId, DEADLINES.at(Date.now() + timeoutMs), opts.argumentsJson),
       idempotencyKey: operationId,
-      trace: opts.trace
+      trace: opts.trace,
+      fencingToken: call.fencingToken
     })
   }
 

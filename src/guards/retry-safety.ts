@@ -53,7 +53,7 @@ class RetryGuard implements BatchGuard {
 
   async beforeClose (closing: ClosingBatch): Promise<void> {
     const change = this.#change = batchChange(this.#batch.batchId, closing.results, closing.dispatched, closing.operations, this.#held, this.#batch.fingerprints, this.#clock.now())
-    await this.#service?.noteAdded(this.#batch.runId, change)
+    await this.#service?.noteAdded(this.#batch.runId, change, this.#batch.tenant)
   }
 
   close (r: RunRecord): void {
@@ -61,7 +61,7 @@ class RetryGuard implements BatchGuard {
   }
 
   closed (): void {
-    if (this.#change !== null && this.#applied !== null) this.#service?.afterBatch(this.#batch.runId, this.#change, this.#applied, blockers(this.#held))
+    if (this.#change !== null && this.#applied !== null) this.#service?.afterBatch(this.#batch.runId, this.#change, this.#applied, blockers(this.#held), this.#batch.tenant)
   }
 }
 

@@ -61,6 +61,8 @@ export interface CallHooks {
   relay?: CallRelay | undefined
   /** Puts a server's `elicitation/create` about this call to whoever answers it (SPEC section 18). */
   elicit?: ((question: ElicitationQuestion, signal: AbortSignal) => Promise<ElicitationAnswer>) | undefined
+  /** The fencing token of the call's tenant-scoped conflict key (SPEC section 17), sent in `_meta` as `toolgate/fencingToken`. */
+  fencingToken?: string | undefined
   /** Told each progress report of this call (the batch's `call.progress` event). */
   progress?: ((update: { progress: number, total?: number | undefined }) => void) | undefined
   /** The longest the call may take in all while progress resets its timeout: the tool's executor.maxTimeoutMs. @default the server's maxTimeoutMs */
@@ -220,7 +222,7 @@ export class McpConnection {
     try {
       // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
       const result = await client.request(
-        { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: { ...trace, 'toolgate/operationId': operationId } } },
+        { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: hooks.fencingToken === undefined ? { ...trace, 'toolgate/operationId': operationId } : { ...trace, 'toolgate/operationId': operationId, 'toolgate/fencingToken': hooks.fencingToken } } },
         CallToolResultSchema,
         // On timeout the SDK sends notifications/cancelled for the request. Progress is asked for on
         // every call (the SDK sends a progress token): each notification resets the timeout, up to

@@ -41,6 +41,7 @@ export class McpToolExecutor implements Executor {
     const onProgress = opts.onProgress
     const hooks: CallHooks = {
       relay,
+      fencingToken: call.fencingToken,
       maxTimeoutMs: call.tool.executor.maxTimeoutMs,
       progress: onProgress,
       elicit: elicitations === undefined

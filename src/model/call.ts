@@ -38,6 +38,8 @@ export interface PreparedCall {
   readonly tool: Tool
   readonly arguments: Record<string, unknown>
   readonly conflictKey: string | null
+  /** Set on the copy handed to the executor when the call holds its tenant-scoped key (SPEC section 17). */
+  readonly fencingToken?: string
 }
 
 /** A call refused by a stage. `arguments` is as far as preparation got. */

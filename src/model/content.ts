@@ -28,6 +28,16 @@ export function contentOf (value: unknown): string {
   return JSON.stringify(value) ?? ''
 }
 
+/** Why a call did not run: its tenant-scoped resource stayed in use by another agent (SPEC section 17). */
+export const CONFLICT_BUSY_MESSAGE = 'Not run: another agent is changing the same resource right now, and it stayed busy for as long as this call could wait. ' +
+  'Nothing was sent. Check the current state of the resource before trying again.'
+
+/** Why a write waits: a write to the same tenant-scoped resource, from any run, has an unknown outcome (SPEC section 17). */
+export function keyUncertainMessage (blockedBy: string): string {
+  return `Not run: an earlier write to the same resource (${blockedBy}, possibly by another agent) has an unknown outcome; it may already have taken effect. ` +
+    'No write to that resource is sent until that outcome is known. Check the current state of the resource.'
+}
+
 /** Why a write waits: the same write, sent in an earlier batch, has an unknown outcome (SPEC section 14). */
 export function unresolvedWriteMessage (blockedBy: string): string {
   return `Not run: this same call was sent before (${blockedBy}) and its outcome is still unknown; it may already have taken effect. ` +

@@ -30,6 +30,8 @@ export interface CallDetails {
   waited?: { readonly for: 'slot' } | { readonly for: 'conflict_key', readonly callId: string }
   /** The operation id of the unresolved uncertain write a call was blocked by (SPEC section 14). */
   blockedByOperation?: string
+  /** The run of that write, when a tenant-scoped conflict key blocked the call (SPEC section 17). */
+  blockedByRun?: string
   /** The canonical tool name when the model used an alias. */
   tool?: string
   httpStatus?: number

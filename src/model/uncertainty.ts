@@ -14,10 +14,15 @@ export interface Uncertainty {
   tool: string
   /** An action tool's: its receipt is `uncertain` too and is settled on resolution. */
   action: boolean
+  /** Its conflict key is tenant-scoped (SPEC section 17): it blocks later writes with the key from every run of the tenant. */
+  tenantKey?: true
   /** Epoch ms at which it was recorded (its batch finished). */
   since: number
-  /** Why its outcome is unknown, when it is not its own answer's: `replica_lost`, the replica sending it died (SPEC section 17). */
-  cause?: UncertainCause
+  /**
+   * Why its outcome is unknown, when known: its exchange's cause (`timeout`,
+   * `http_5xx`…), or `replica_lost`, the replica sending it died (SPEC section 17).
+   */
+  cause?: UncertainCause | (string & {})
 }
 
 /** Why an uncertainty's outcome is unknown beside its call's own answer. */

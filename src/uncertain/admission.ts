@@ -61,6 +61,10 @@ export interface SettledWrite {
   /** It never reached the executor (`executor_unavailable`): its answer says nothing of the operation. */
   unsent: boolean
   held: HeldBack | undefined
+  /** Its conflict key is tenant-scoped. */
+  tenantKey?: boolean
+  /** Why its outcome is unknown, when it is. */
+  cause?: string
 }
 
 /** The change a batch's settled writes make: uncertain ones added (once per operation), idempotent retries that got an answer resolved. */
@@ -76,7 +80,10 @@ export function changeOf (batchId: string, writes: readonly SettledWrite[], now:
     }
     if (!w.uncertain || seen.has(w.operationId)) continue
     seen.add(w.operationId)
-    added.push({ operationId: w.operationId, fingerprint: w.fingerprint, conflictKey: w.conflictKey, callId: w.callId, batchId, tool: w.tool, action: w.action, since: now })
+    const u: Uncertainty = { operationId: w.operationId, fingerprint: w.fingerprint, conflictKey: w.conflictKey, callId: w.callId, batchId, tool: w.tool, action: w.action, since: now }
+    if (w.tenantKey === true && w.conflictKey !== null) u.tenantKey = true
+    if (w.cause !== undefined) u.cause = w.cause
+    added.push(u)
   }
   return { added, retried }
 }

@@ -44,10 +44,18 @@ export function batchChange (batchId: string, results: readonly CallResult[], pr
       action: call.tool.action !== null,
       uncertain: r.status === 'uncertain' || r.details.receipt?.status === 'uncertain',
       unsent: r.details.reason === 'executor_unavailable',
-      held: held[i]
+      held: held[i],
+      tenantKey: call.tool.conflictScope === 'tenant',
+      cause: r.details.cause ?? causeOf(r.details.receipt?.result)
     })
   }
   return changeOf(batchId, writes, now)
+}
+
+/** The cause an uncertain action's receipt gives. */
+function causeOf (result: unknown): string | undefined {
+  const cause = (result as { cause?: unknown } | null | undefined)?.cause
+  return typeof cause === 'string' ? cause : undefined
 }
 
 /** Inside the batch's final update of the run: records the change (nothing when there is none); answers the list as it stands, what fell off it and what it resolved. */

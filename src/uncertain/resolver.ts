@@ -33,14 +33,20 @@ export class UncertainResolver {
 
   /** The run's entry for the operation while it is unresolved. */
   async find (runId: string, operationId: string): Promise<Uncertainty | undefined> {
+    return (await this.#find(runId, operationId))?.entry
+  }
+
+  async #find (runId: string, operationId: string): Promise<{ entry: Uncertainty, tenant: string } | undefined> {
     const run = await this.#store.getRun(runId)
-    return run?.uncertain?.find((u) => u.operationId === operationId)
+    const entry = run?.uncertain?.find((u) => u.operationId === operationId)
+    return entry === undefined ? undefined : { entry, tenant: run!.tenant }
   }
 
   /** Undefined when the operation is not (any more) an unresolved uncertainty of the run. */
   async resolve (runId: string, operationId: string, outcome: Outcome, how: Exclude<ResolvedHow, 'idempotent_retry'>): Promise<Resolved | undefined> {
-    const open = await this.find(runId, operationId)
-    if (open === undefined) return undefined
+    const found = await this.#find(runId, operationId)
+    if (found === undefined) return undefined
+    const open = found.entry
     let receipt: Receipt | undefined
     if (open.action) {
       // The receipt before the run: once the run lets an identical call through, the journal already says what happened.
@@ -55,7 +61,7 @@ export class UncertainResolver {
       return u
     })
     if (!taken.found || taken.value === undefined) return undefined
-    await this.#store.unindexUncertain(operationId)
+    await Promise.all([this.#store.unindexUncertain(operationId), this.#store.forgetTenantUncertain(found.tenant, [operationId])])
     this.recorded(runId, taken.value, how, outcome.status)
     return receipt === undefined ? { uncertainty: taken.value } : { uncertainty: taken.value, receipt }
   }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Registry } from 'prom-client'
-import type { Store } from '../store/types.js'
+import type { Store, TenantUncertainty } from '../store/types.js'
 import type { ToolLookup } from '../model/tool.js'
 import type { AppliedChange, UncertainChange } from './admission.js'
 import { UncertainMetrics } from './metrics.js'
@@ -22,6 +22,11 @@ export interface UncertainWritesOptions {
   /** @default systemClock */
   clock?: Clock
   onRecoveryAttempt?: (target: RecoveryTarget, outcome: AttemptOutcome) => void
+}
+
+/** An uncertainty of a run as its tenant's list holds it. */
+export function tenantEntry (runId: string, u: Uncertainty): TenantUncertainty {
+  return { operationId: u.operationId, runId, callId: u.callId, tool: u.tool, conflictKey: u.conflictKey, tenantScoped: u.tenantKey === true, cause: u.cause ?? 'unknown', since: u.since }
 }
 
 /** A status question waits at most this long, whatever the tool's own timeout. */
@@ -62,8 +67,12 @@ export class UncertainWrites {
    * uncertainty, so that if this replica dies in between, an index entry
    * without its uncertainty is all that is left (harmless), never the reverse.
    */
-  async noteAdded (runId: string, change: UncertainChange): Promise<void> {
-    if (change.added.length > 0) await this.#opts.store.indexUncertain(runId, change.added.map((u) => u.operationId))
+  async noteAdded (runId: string, change: UncertainChange, tenant?: string): Promise<void> {
+    if (change.added.length === 0) return
+    const store = this.#opts.store
+    const index = store.indexUncertain(runId, change.added.map((u) => u.operationId))
+    // The tenant's list too (GET /v1/uncertain; a tenant-scoped key blocks every run's writes with it).
+    await Promise.all(tenant === undefined ? [index] : [index, store.noteTenantUncertain(tenant, change.added.map((u) => tenantEntry(runId, u)))])
   }
 
   /**
@@ -71,7 +80,7 @@ export class UncertainWrites {
    * logs the retries that resolved, forgets what is gone, keeps the rest
    * findable, and starts recovering what a status URL can tell.
    */
-  afterBatch (runId: string, change: UncertainChange, applied: AppliedChange, blockedBy: readonly Uncertainty[]): void {
+  afterBatch (runId: string, change: UncertainChange, applied: AppliedChange, blockedBy: readonly Uncertainty[], tenant?: string): void {
     const { store, logger } = this.#opts
     const { dropped, list: open } = applied
     const failed = (err: unknown): void => { logger.warn({ runId, err: { message: (err as Error).message } }, 'uncertain writes: the store could not be updated') }
@@ -84,6 +93,8 @@ export class UncertainWrites {
       logger.warn({ runId, operationId: u.operationId, callId: u.callId, tool: u.tool }, 'too many unresolved uncertain writes in one run: the oldest is no longer kept')
       store.unindexUncertain(u.operationId).catch(failed)
     }
+    const gone = [...applied.resolved, ...dropped]
+    if (tenant !== undefined && gone.length > 0) store.forgetTenantUncertain(tenant, gone.map((u) => u.operationId)).catch(failed)
     // A run still in use keeps its entries findable however long it lives.
     const added = new Set(change.added.map((u) => u.operationId))
     const older = open.filter((u) => !added.has(u.operationId)).map((u) => u.operationId)

@@ -41,6 +41,7 @@ const LAYERS: ReadonlyArray<string | readonly string[]> = [
   'src/telemetry/',
   'src/events/',
   'src/uncertain/',
+  'src/conflicts/',
   'src/approvals/',
   'src/guards/',
   'src/batch/',

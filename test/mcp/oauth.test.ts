@@ -155,3 +155,15 @@ t.test('invalid oauth settings are 400 invalid_mcp_server naming each problem', 
     t.notOk(JSON.stringify(res.json()).includes('PRIVATE KEY'), `${what}: the key is not echoed`)
   }
 })
+
+t.test("docs/mcp.md's OAuth examples are valid server definitions", async (t) => {
+  const { readFile } = await import('node:fs/promises')
+  const { parse } = await import('yaml')
+  const page = await readFile(new URL('../../docs/mcp.md', import.meta.url), 'utf8')
+  const section = page.slice(page.indexOf('## OAuth client credentials'))
+  const block = /```yaml\n([\s\S]*?)```/.exec(section)![1]!
+  const { mcpServers } = parse(block) as { mcpServers: unknown[] }
+  const { app } = await buildTestApp(t, { env: { MCP_SECRET_SEARCH: 's', MCP_SECRET_CRM_KEY: ecPem, MCP_SECRET_BILLING: 'b' } })
+  t.equal(mcpServers.length, 3)
+  for (const def of mcpServers) t.doesNotThrow(() => app.services.mcp.validate(def), JSON.stringify(def))
+})

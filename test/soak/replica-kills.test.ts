@@ -42,18 +42,20 @@ if (noRedis !== undefined) {
   for (const replicas of [2, 3]) {
     await t.test(`${replicas} replicas, SIGKILLed mid-write: no write applied twice, one result per call`, async (t) => {
       const f = await soak(t, server, replicas, seededRandom(SEED + replicas))
-      t.comment(`${replicas} replicas: ${f.batches} batches, ${f.calls} calls, ${f.kills} kills, ${f.resends} resends, ${f.lost} answered replica_lost, ${f.retries} retries (${f.blocked} blocked), applied twice: ${f.appliedTwice}`)
+      t.comment(`${replicas} replicas: ${f.batches} batches, ${f.calls} calls, ${f.kills} kills, ${f.resends} resends, ${f.lost} answered replica_lost, ${f.leaseLost} cancelled (lease_lost), ${f.retries} retries (${f.blocked} blocked), applied twice: ${f.appliedTwice}`)
       for (const k of ['batches', 'kills', 'resends', 'retries', 'appliedTwice'] as const) totals[k] += f[k]
     })
   }
   t.comment(`in all: ${totals.batches} batches, ${totals.kills} kills, ${totals.resends} resends, ${totals.retries} retries, applied twice: ${totals.appliedTwice}`)
 }
 
-interface Figures { batches: number, calls: number, kills: number, resends: number, lost: number, retries: number, blocked: number, appliedTwice: number }
+interface Figures { batches: number, calls: number, kills: number, resends: number, lost: number, leaseLost: number, retries: number, blocked: number, appliedTwice: number }
 interface Call { id: string, name: string, arguments: Record<string, unknown> }
 
 async function soak (t: Test, server: string, count: number, rand: () => number): Promise<Figures> {
-  const f: Figures = { batches: 0, calls: 0, kills: 0, resends: 0, lost: 0, retries: 0, blocked: 0, appliedTwice: 0 }
+  const f: Figures = { batches: 0, calls: 0, kills: 0, resends: 0, lost: 0, leaseLost: 0, retries: 0, blocked: 0, appliedTwice: 0 }
+  /** Writes answered `cancelled` (lease_lost): never sent. */
+  const unsentWrites: string[] = []
   const prefix = `toolgate-test:${randomUUID()}:`
   t.teardown(() => deleteByPrefix(prefix))
 
@@ -135,6 +137,11 @@ async function soak (t: Test, server: string, count: number, rand: () => number)
         if (r.status === 'uncertain') {
           if (r.details.cause === 'replica_lost') f.lost++
           retries.push(c)
+        } else if (r.status === 'cancelled' && (r.details.reason ?? r.details.cause) === 'lease_lost') {
+          // A replica paused past its lease (a loaded machine) stops its batch before the rest is sent:
+          // one result, and the write must not have reached the executor.
+          f.leaseLost++
+          if (typeof c.arguments.nonce === 'string') unsentWrites.push(c.arguments.nonce)
         } else if (r.status !== 'ok') {
           problems.push(`${runId}/${batchId}/${c.id}: ${r.status} ${String(r.details.reason ?? r.details.cause ?? '')}`)
         }
@@ -165,6 +172,7 @@ async function soak (t: Test, server: string, count: number, rand: () => number)
 
   for (const [nonce, times] of byNonce) if (times > 1) { f.appliedTwice++; problems.push(`write ${nonce} applied ${times} times`) }
   for (const [op, times] of byOperation) if (times > 1) problems.push(`operation ${op} applied ${times} times`)
+  for (const nonce of unsentWrites) if (byNonce.has(nonce)) problems.push(`write ${nonce} answered cancelled (lease_lost) but applied`)
   t.equal(f.appliedTwice, 0, 'no write applied twice')
   t.same(problems.slice(0, 20), [], 'every call answered once, as expected')
   t.ok(f.kills > 0, 'replicas were killed mid-write')

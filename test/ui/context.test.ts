@@ -34,7 +34,10 @@ const keysDoc = {
     { key: 'other-ctx-operator-key', tenant: 'other', name: 'olga', roles: ['operator'] }
   ]
 }
+// Validation's wall-clock budget (TOOLGATE_MAX_VALIDATION_MS, 50 ms) can reject a call on a loaded machine; these tests are not about it.
+const config = { maxValidationMs: 60_000 }
 const { app, logs } = await buildTestApp(t, {
+  config,
   keysDoc,
   tools: [
     tool('look', ex.url, { readOnly: true, conflictKey: 'tile:{/x}' }),

@@ -33,7 +33,10 @@ const keysDoc = {
     { key: 'acme-ops-operator-key', tenant: 'acme', name: 'oscar', roles: ['operator'] }
   ]
 }
+// Validation's wall-clock budget (TOOLGATE_MAX_VALIDATION_MS, 50 ms) can reject a call on a loaded machine; these tests are not about it.
+const config = { maxValidationMs: 60_000 }
 const { app } = await buildTestApp(t, {
+  config,
   keysDoc,
   tools: [tool('look', ex.url, { readOnly: true }), tool('paint', ex.url, { requiresApproval: true }), tool('poke', ex.url)]
 })

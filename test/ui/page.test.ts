@@ -35,7 +35,9 @@ const keysDoc = {
     { key: 'rival-page-key', tenant: 'rival', roles: ['orchestrator'] }
   ]
 }
-const { app } = await buildTestApp(t, { keysDoc, tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)] })
+// Validation's wall-clock budget (TOOLGATE_MAX_VALIDATION_MS, 50 ms) can reject a call on a loaded machine; these tests are not about it.
+const config = { maxValidationMs: 60_000 }
+const { app } = await buildTestApp(t, { keysDoc, config, tools: [tool('look', ex.url, { readOnly: true }), tool('poke', ex.url)] })
 const base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1')
 const acme = { authorization: 'Bearer acme-page-key' }
 const CANARY = 'canary-secret-argument-91c2'

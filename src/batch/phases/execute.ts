@@ -16,6 +16,8 @@ import { retryAction } from '../retry-action.js'
 import { UNCERTAIN_MESSAGE, errorContent } from '../../model/content.js'
 import { type ActionContext, type ActionOutcome, dispatchAction } from '../dispatch-action.js'
 import { type DispatchContext, dispatchPlain } from '../dispatch-call.js'
+import { dispatchKeyed, tenantKeyed } from '../tenant-key.js'
+import type { PreparedCall } from '../../model/call.js'
 import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../../model/results.js'
 import { type CallResult } from '../../model/result.js'
 import type { BatchGuard } from '../../guards/types.js'
@@ -132,11 +134,17 @@ class Execution implements RunnerHooks {
     const observer = this.#rt.observer
     const headers = observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined
-    if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
-    const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
-    const approvedAt = state.approvals?.decisions[call.index]?.at
-    if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
-    return (again !== null ? retryAction : dispatchAction)(ctx, call, opId, prepared.preparedAt, headers, argumentsJson)
+    const send = (sent: PreparedCall): Promise<DispatchOutcome<ActionOutcome>> => {
+      if (sent.tool.action === null) return dispatchPlain(this.#context, sent, opId, headers, argumentsJson)
+      const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
+      const approvedAt = state.approvals?.decisions[sent.index]?.at
+      if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
+      return (again !== null ? retryAction : dispatchAction)(ctx, sent, opId, prepared.preparedAt, headers, argumentsJson)
+    }
+    const gate = this.#rt.deps.keys
+    if (gate === undefined || !tenantKeyed(call)) return send(call)
+    const keyed = { tenant: state.tenant, runId: state.runId, callId: call.id, operationId: opId, tool: call.tool.name, conflictKey: call.conflictKey, write: !call.tool.readOnly, waitMs: call.tool.conflictWaitMs }
+    return dispatchKeyed(gate, keyed, this.#rt.controller, (fencingToken) => send({ ...call, fencingToken }))
   }
 
   #info (c: SchedulableCall, epoch: number): CallInfo {
@@ -186,6 +194,7 @@ class Execution implements RunnerHooks {
         stats.projectionFailures++
       }
       if (value.status === 'uncertain' || details.receipt?.status === 'uncertain') stats.uncertainWrites++
+      else if (value.status === 'blocked') stats.blockedCalls++
     } else if (s.kind === 'blocked') {
       stats.blockedCalls++
       result = blockedResult(call, s.blockedBy, s.epoch)
