@@ -2,7 +2,10 @@
  * A unique secret placed in arguments (plain, rejected raw, action, conflict
  * key) and in executors' answers must never reach a log line, the metrics,
  * a span or span event, or an event the host receives. It may reach the
- * model's `content`, and the host's `details.receipt` / `details.executor`.
+ * model's `content`, and the host's `details.receipt` / `details.executor` /
+ * `details.conflictKey` (a conflict key is the name of a resource, rendered
+ * from the arguments, and shown to orchestrator and operator keys as the
+ * uncertain-write lists show it: docs/tools.md says so).
  */
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
@@ -25,6 +28,7 @@ function withoutAllowed (response: unknown): unknown {
     delete r.content
     delete r.details?.receipt
     delete r.details?.executor
+    delete r.details?.conflictKey
   }
   return copy
 }
