@@ -143,7 +143,7 @@ async function replicas (): Promise<void> {
     t.equal(executorCalls('cancel', 'look'), 0)
   })
 
-  t.test('a replica paused past its lease starts nothing more when it wakes, and the answer of the replica that took over stays the batch\'s', async (t) => {
+  t.test('a replica paused past its lease starts nothing more when it wakes, its unanswered write is uncertain (replica_lost), and the answer of the replica that took over stays the batch\'s', async (t) => {
     t.equal((await call(a, 'POST', '/v1/runs', { runId: 'pause' })).status, 201)
     const g = gate()
     gates.set('pause', g)
@@ -163,7 +163,11 @@ async function replicas (): Promise<void> {
       a.process.kill('SIGCONT')
     }
     t.equal(fromB?.status, 200, 'B resumes the batch once the paused lease has run out')
-    t.same(fromB?.body.results.map((r: { status: string }) => r.status), ['ok', 'ok', 'ok'])
+    // c1 was recorded as about to be sent (write-ahead) and A's answer to it never reached the store:
+    // B cannot know whether it took effect, so it is uncertain (replica_lost), never sent again.
+    t.same(fromB?.body.results.map((r: { status: string }) => r.status), ['uncertain', 'ok', 'ok'])
+    t.equal(fromB?.body.results[0].details.cause, 'replica_lost')
+    t.equal(executorCalls('pause', 'holdonce'), 1, 'the write A sent is not sent again by B')
     const woke = await fromA
     t.equal(woke.status, 200, 'A answers when it wakes')
     t.equal(executorCalls('pause', 'poke'), 2, 'each write was sent once, by B: A started nothing after waking')
