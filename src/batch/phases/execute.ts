@@ -74,7 +74,7 @@ class Execution implements RunnerHooks {
       },
       // An MCP server's progress: the `call.progress` event (lifecycle audience), its numbers only.
       onProgress: (call, update) => {
-        const info = this.#started.find((i) => i !== undefined && i.callId === call.id)
+        const info = this.#started[call.index]
         if (info !== undefined) this.#rt.recorder.callProgress(info, update)
       }
     }
@@ -134,17 +134,21 @@ class Execution implements RunnerHooks {
     const observer = this.#rt.observer
     const headers = observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined
-    const send = (sent: PreparedCall): Promise<DispatchOutcome<ActionOutcome>> => {
-      if (sent.tool.action === null) return dispatchPlain(this.#context, sent, opId, headers, argumentsJson)
-      const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
-      const approvedAt = state.approvals?.decisions[sent.index]?.at
-      if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
-      return (again !== null ? retryAction : dispatchAction)(ctx, sent, opId, prepared.preparedAt, headers, argumentsJson)
-    }
     const gate = this.#rt.deps.keys
-    if (gate === undefined || !tenantKeyed(call)) return send(call)
+    if (gate === undefined || !tenantKeyed(call)) return this.#send(call, opId, again !== null, callInfo, headers, argumentsJson)
     const keyed = { tenant: state.tenant, runId: state.runId, callId: call.id, operationId: opId, tool: call.tool.name, conflictKey: call.conflictKey, write: !call.tool.readOnly, waitMs: call.tool.conflictWaitMs }
-    return dispatchKeyed(gate, keyed, this.#rt.controller, (fencingToken) => send({ ...call, fencingToken }))
+    return dispatchKeyed(gate, keyed, this.#rt.controller, (fencingToken) => this.#send({ ...call, fencingToken }, opId, again !== null, callInfo, headers, argumentsJson))
+  }
+
+  /** Sends a call through its executor: plainly, or as an action with its receipt (again: under the operation id it was first sent with). */
+  #send (call: PreparedCall, opId: string, again: boolean, callInfo: CallInfo, headers: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<ActionOutcome>> {
+    if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
+    const state = this.#state
+    const observer = this.#rt.observer
+    const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
+    const approvedAt = state.approvals?.decisions[call.index]?.at
+    if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
+    return (again ? retryAction : dispatchAction)(ctx, call, opId, this.#prepared.preparedAt, headers, argumentsJson)
   }
 
   #info (c: SchedulableCall, epoch: number): CallInfo {
