@@ -11,7 +11,7 @@ import { errorContent } from '../model/content.js'
 
 /** An action call's settled result: a plain outcome, or a projection that failed. */
 export interface ActionOutcome {
-  /** `blocked`, `cancelled` and a plain `error`: a tenant-scoped key kept the call from being sent (tenant-key.ts). */
+  /** `blocked`, `cancelled` and a plain `error`: a guard kept the call from being sent (its `acquire`, src/guards). */
   status: PlainOutcome['status'] | 'projection_failed' | 'blocked' | 'cancelled'
   content: string
   isError: boolean

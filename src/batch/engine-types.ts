@@ -42,7 +42,7 @@ export interface EngineDeps {
   onStats?: (stats: RunStats) => void
   /** Retry safety across turns (SPEC section 14): told what each batch added and resolved. */
   uncertain?: UncertainWrites
-  /** Tenant-scoped conflict keys (SPEC section 17); unset, such keys keep calls apart inside a batch only. */
+  /** Tenant-scoped conflict keys (SPEC section 17), the tenant key guard's gate; unset, such keys keep calls apart inside a batch only. */
   keys?: TenantKeyGate
   /** Batches with a call of a tool that requires approval wait for decisions (src/approvals); unset, nothing is held. */
   approvals?: ApprovalSettings

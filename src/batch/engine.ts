@@ -6,7 +6,8 @@ import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
 import { LeaseKeeper, leased, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../model/run.js'
-import type { BatchIdEntry, RunIdentity, TenantUncertainty } from '../store/types.js'
+import type { BatchIdEntry, TenantUncertainty } from '../store/types.js'
+import { type RunIdentity, identityOf } from '../model/incarnation.js'
 import type { Uncertainty } from '../model/uncertainty.js'
 import { WAITING_OWNER } from '../model/waiting.js'
 import { registerGuards } from '../guards/index.js'
@@ -54,7 +55,7 @@ export class BatchEngine {
   readonly #allowedTools = new Map<string, readonly string[]>()
 
   constructor (deps: EngineDeps) {
-    const guards = deps.guards ?? registerGuards({ settings: deps.approvals, store: deps.store, clock: deps.clock, replicaId: deps.replicaId, uncertain: deps.uncertain })
+    const guards = deps.guards ?? registerGuards({ settings: deps.approvals, store: deps.store, clock: deps.clock, replicaId: deps.replicaId, uncertain: deps.uncertain, keys: deps.keys })
     this.#deps = { ...deps, guards: deps.moreGuards === undefined ? guards : [...guards, ...deps.moreGuards] }
     this.#leases = new LeaseKeeper(deps.store, deps)
     // A cancel published on any replica (this one included) reaches the batch wherever it runs.
@@ -274,11 +275,6 @@ export class BatchEngine {
 
 /** Most runs whose tool list is kept here. */
 const MAX_TOOL_LISTS = 10_000
-
-/** A run's incarnation, as the store's write-ahead records name it. */
-function identityOf (run: RunRecord): RunIdentity {
-  return { runId: run.runId, tenant: run.tenant, createdAt: run.createdAt }
-}
 
 /** An uncertainty of the run as its tenant's list holds it. */
 function tenantEntry (runId: string, u: Uncertainty, tenantScoped: boolean): TenantUncertainty {

@@ -2,7 +2,8 @@
  * The run-level rules, registered: the batch's phases call each guard's
  * hooks in this order (src/guards/types.ts). The order is the rules'
  * precedence: the call budget cuts a batch before the loop detectors walk
- * it; a person's denial settles a call before retry safety weighs it.
+ * it; a person's denial settles a call before retry safety weighs it; a
+ * write is recorded before it waits for its tenant-scoped key.
  * A new rule is one guard file and one line here.
  */
 import type { Clock } from '../clock.js'
@@ -11,12 +12,13 @@ import { type ApprovalsDeps, approvalsGuard } from './approvals.js'
 import { limitsGuard } from './limits.js'
 import { loopsGuard } from './loops.js'
 import { retrySafetyGuard } from './retry-safety.js'
+import { type TenantKeyDeps, tenantKeyGuard } from './tenant-key.js'
 import { type WriteAheadDeps, writeAheadGuard } from './write-ahead.js'
 import type { BatchGuard, Guard, GuardedBatch, ResetCause } from './types.js'
 import type { RunRecord } from '../model/run.js'
 
 /** What the registered guards are built with. */
-export interface GuardSetup extends Omit<ApprovalsDeps, 'store'> {
+export interface GuardSetup extends Omit<ApprovalsDeps, 'store'>, TenantKeyDeps {
   store: ApprovalsDeps['store'] & WriteAheadDeps['store']
   clock: Clock
   /** Retry safety's service (indexing and recovering uncertain writes), when there is one. */
@@ -31,7 +33,9 @@ export function registerGuards (setup: GuardSetup): Guard[] {
     approvalsGuard(setup),
     // Before retry safety: the very call of a resent batch whose replica was lost is answered uncertain, not blocked as its own retry.
     writeAheadGuard(setup),
-    retrySafetyGuard(setup.uncertain, setup.clock)
+    retrySafetyGuard(setup.uncertain, setup.clock),
+    // After write-ahead: a write whose record could not be stored never waits for its key.
+    tenantKeyGuard(setup)
   ]
 }
 

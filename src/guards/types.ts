@@ -11,15 +11,16 @@
  * | `hold` | a call was screened `hold` | the hold phase: stores the batch, answers the 202's body |
  * | `admit`, `count` | admission | inside the run's atomic update (re-run when a store retries it) |
  * | `begin`, `report` | settle: before and as each call is settled or listed to run | in this process |
- * | `beforeEpoch`, `acquire`, `release` | execute: before an epoch's dispatches, around each call's dispatch | in this process |
- * | `refuse` | execute: after `beforeEpoch`, before the call is sent | a call answered instead of sent |
+ * | `beforeEpoch` | execute: before an epoch's first dispatch | in this process |
+ * | `acquire`, `release` | execute: before each call is sent (go, with dispatch options, or an answer instead), and once it has its outcome | in this process |
  * | `afterEpoch` | after each epoch, and before the answer | may stop the run |
  * | `beforeClose`, `close`, `closed` | answer: before, inside and after the batch's final atomic update | |
  * | `Guard.reset` | `POST .../messages` | inside the run's atomic update |
  *
  * Each guard owns its slice of the run record (the call budget, the loop
  * streaks, the unresolved uncertain writes, the waiting batch) and of the
- * admission start (`RunRecord.admitted`).
+ * admission start (`RunRecord.admitted`), or of the store beside it (the
+ * write-ahead records, the tenant's conflict keys).
  */
 import type { Clock } from '../clock.js'
 import type { PreparationOutcome, PreparedCall, RawCall } from '../model/call.js'
@@ -27,6 +28,7 @@ import type { BatchEvent, CallDetails, CallResult, PolicyMessage } from '../mode
 import type { StopReason } from '../model/results.js'
 import type { RunRecord, RunStats } from '../model/run.js'
 import type { Decision } from '../model/waiting.js'
+import type { StopSignal } from '../schedule/types.js'
 import type { ObserverList } from '../telemetry/types.js'
 
 /**
@@ -117,8 +119,46 @@ export interface ClosingBatch {
 /** The 202 a held batch answers: its body, and how many calls wait. */
 export interface Held { body: unknown, held: number }
 
-/** A call a guard did not let be sent, answered instead (`error`: nothing was sent); `stop` stops the batch too (it lost its lease: nothing more starts). */
-export interface Refusal { status: 'error', content: string, details: CallDetails, stop?: string }
+/** A call about to be sent, as `acquire` sees it. */
+export interface Sending {
+  readonly index: number
+  readonly call: PreparedCall
+  /** The operation id it goes under. */
+  readonly operationId: string
+  /** The batch's stop switch: a guard that waits gives up when it trips. */
+  readonly signal: StopSignal
+}
+
+/** What a guard adds to the call it lets be sent (the executor reads them off the call): the fencing token of its tenant-scoped key. */
+export interface DispatchOptions {
+  fencingToken?: string
+}
+
+/** `acquire`'s go: the call may be sent, with the guard's dispatch options. */
+export interface Go { readonly kind: 'go', readonly options?: DispatchOptions | undefined }
+
+/**
+ * A call a guard did not let be sent, answered instead: nothing was sent.
+ * `stop` stops the batch too (it lost its lease: nothing more starts).
+ */
+export interface Refusal {
+  readonly kind: 'refused'
+  readonly status: 'blocked' | 'cancelled' | 'error'
+  readonly content: string
+  readonly details: CallDetails
+  readonly stop?: string
+}
+
+/** A guard's word on a call about to be sent; `undefined` is a go without options. */
+export type Passage = Go | Refusal | undefined
+
+/** What `release` is told of a call its guard let through: whether it was sent, and whether its outcome is unknown (and why). */
+export interface SendOutcome {
+  /** False when a later guard refused it: nothing was sent. */
+  readonly sent: boolean
+  readonly uncertain: boolean
+  readonly cause?: string | undefined
+}
 
 /** One rule's part in one batch. Every hook is optional; see the table at the top of this file. */
 export interface BatchGuard {
@@ -130,10 +170,15 @@ export interface BatchGuard {
   report?: (index: number, verdict: Verdict, admitted: Admitted) => void
   /** Before the first dispatch of an epoch (one store round trip for the epoch's writes, say). */
   beforeEpoch?: (epoch: number, indexes: readonly number[]) => Promise<void> | void
-  /** After its epoch's `beforeEpoch`: a call the guard will not let be sent after all (its write-ahead record could not be stored), and its answer. */
-  refuse?: (index: number) => Refusal | undefined
-  acquire?: (index: number) => Promise<void> | void
-  release?: (index: number) => void
+  /**
+   * After its epoch's `beforeEpoch`, in registration order: whether the call
+   * may be sent (and with what), or its answer instead. The first refusal
+   * decides; the guards before it that let it through are released
+   * (`sent: false`).
+   */
+  acquire?: (sending: Sending) => Promise<Passage> | Passage
+  /** Once a call this guard let through has its outcome (before it settles), or a later guard refused it. */
+  release?: (index: number, outcome: SendOutcome) => Promise<void> | void
   afterEpoch?: (results: readonly CallResult[]) => StopReason | null
   beforeClose?: (closing: ClosingBatch, rt: GuardRuntime) => Promise<void> | void
   close?: (run: RunRecord) => void

@@ -14,9 +14,10 @@ import { errorContent } from '../model/content.js'
 import type { CallResult } from '../model/result.js'
 import { callResult } from '../model/results.js'
 import type { Uncertainty } from '../model/uncertainty.js'
-import { type RunIdentity, operationId } from '../receipts/operation-id.js'
+import { type RunIdentity, identityOf } from '../model/incarnation.js'
+import { operationId } from '../receipts/operation-id.js'
 import type { PendingWrite, Store } from '../store/types.js'
-import type { AdmissionScope, Admitted, BatchGuard, Guard, GuardedBatch, GuardRuntime, Refusal, Verdict } from './types.js'
+import type { AdmissionScope, Admitted, BatchGuard, Guard, GuardedBatch, GuardRuntime, Passage, Refusal, Sending, Verdict } from './types.js'
 
 const NAME = 'write_ahead'
 
@@ -48,7 +49,7 @@ class WriteAheadGuard implements BatchGuard {
 
   admit (scope: AdmissionScope): void {
     const { run } = scope
-    this.#run = { runId: run.runId, tenant: run.tenant, createdAt: run.createdAt }
+    this.#run = identityOf(run)
     const lost = new Map<string, Uncertainty>()
     for (const u of run.uncertain ?? []) if (u.cause === 'replica_lost' && u.batchId === this.#batch.batchId) lost.set(u.callId, u)
     if (lost.size === 0) return
@@ -91,14 +92,15 @@ class WriteAheadGuard implements BatchGuard {
     try {
       recorded = await this.#deps.store.recordWrites(run, { owner: this.#deps.replicaId, batchId }, writes)
     } catch {
-      for (const [k, i] of sent.entries()) this.#refused.set(i, { status: 'error', content: errorContent('store_unavailable', NOT_RECORDED_MESSAGE), details: { cause: 'store_unavailable', operationId: writes[k]!.operationId } })
+      for (const [k, i] of sent.entries()) this.#refused.set(i, { kind: 'refused', status: 'error', content: errorContent('store_unavailable', NOT_RECORDED_MESSAGE), details: { cause: 'store_unavailable', operationId: writes[k]!.operationId } })
       return
     }
-    if (!recorded) for (const i of sent) this.#refused.set(i, { status: 'error', content: errorContent('cancelled', LEASE_LOST_MESSAGE), details: { reason: 'lease_lost' }, stop: 'lease_lost' })
+    if (!recorded) for (const i of sent) this.#refused.set(i, { kind: 'refused', status: 'error', content: errorContent('cancelled', LEASE_LOST_MESSAGE), details: { reason: 'lease_lost' }, stop: 'lease_lost' })
   }
 
-  refuse (index: number): Refusal | undefined {
-    return this.#refused.get(index)
+  /** A write whose record could not be stored is answered instead of sent. */
+  acquire (sending: Sending): Passage {
+    return this.#refused.get(sending.index)
   }
 }
 

@@ -4,11 +4,13 @@
  * decides holds: a verdict settles a call at admission, a step before each
  * epoch and around each dispatch runs, a stop after an epoch terminates the
  * run and every later call, and its slice of the run is written in the
- * batch's final update. No rule is named by the phases: this one is not
+ * batch's final update; before a call is sent, a guard's `acquire` lets it
+ * go with dispatch options (the executor sees them) or answers it instead,
+ * and `release` hears how it came out. No rule is named by the phases: this one is not
  * known to them at all.
  */
 import t from 'tap'
-import type { BatchGuard, Guard } from '../../src/guards/types.js'
+import type { BatchGuard, Guard, SendOutcome } from '../../src/guards/types.js'
 import { cancelledResult } from '../../src/model/results.js'
 import type { RunRecord } from '../../src/model/run.js'
 import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
@@ -29,7 +31,7 @@ function probe (seen: string[], stopAfter: number | null): Guard {
         count: () => { seen.push('count') },
         begin: () => { seen.push('begin') },
         beforeEpoch: async (epoch, indexes) => { seen.push(`epoch ${epoch} [${indexes.join(',')}]`) },
-        acquire: (i) => { seen.push(`acquire ${i}`) },
+        acquire: (s) => { seen.push(`acquire ${s.index}`) },
         release: (i) => { seen.push(`release ${i}`) },
         afterEpoch: (results) => {
           if (stopped || stopAfter === null || results[stopAfter]?.status !== 'ok') return null
@@ -78,4 +80,39 @@ t.test('a guard that stops the run after an epoch terminates it, and no later ca
   t.ok(seen.includes('close terminated'), 'the final update sees the run terminated')
   const run = await get(app, '/v1/runs/stop')
   t.equal(run.body.state, 'terminated')
+})
+
+/** A gate: refuses calls whose id starts `shut`, lets the others go with a fencing token of its own; what release heard, by call id. */
+function gate (released: Record<string, SendOutcome>): Guard {
+  return {
+    name: 'gate',
+    open: () => ({
+      acquire: async ({ call, operationId }) => {
+        if (operationId === '') throw new Error('every call goes under an operation id')
+        if (call.id.startsWith('shut')) return { kind: 'refused', status: 'blocked', content: 'shut', details: { reason: 'gate_shut' } }
+        return { kind: 'go', options: { fencingToken: `gate-${call.id}` } }
+      },
+      release: (i, outcome) => { released[String(i)] = outcome }
+    })
+  }
+}
+
+t.test("a guard's acquire lets a call go with its dispatch options or answers it instead; release hears the outcome", async (t) => {
+  const ex = await startExecutor(t)
+  const released: Record<string, SendOutcome> = {}
+  const { app } = await buildTestApp(t, { tools: [tool('poke', ex.url)], moreGuards: [gate(released)] })
+  const tokens: unknown[] = []
+  ex.on('poke', (_call, req) => {
+    tokens.push(req.headers['toolgate-fencing-token'])
+    return { content: 'ok' }
+  })
+  await post(app, '/v1/runs', { runId: 'gate' })
+  const res = await post(app, '/v1/runs/gate/batches', {
+    calls: [{ id: 'a', name: 'poke', arguments: { n: 1 } }, { id: 'shut-b', name: 'poke', arguments: { n: 2 } }]
+  })
+  t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'blocked'])
+  t.equal(res.body.results[1].details.reason, 'gate_shut')
+  t.equal(ex.calls.length, 1, 'the refused call was never sent')
+  t.same(tokens, ['gate-a'], "the guard's option reached the executor")
+  t.same(released, { 0: { sent: true, uncertain: false } }, 'only the call it let go is released, with its outcome')
 })

@@ -6,7 +6,8 @@
  */
 import { round } from '../../events/recorder.js'
 import { IsoTime } from '../../iso-time.js'
-import { type RunIdentity, operationId } from '../../receipts/operation-id.js'
+import { type RunIdentity, identityOf } from '../../model/incarnation.js'
+import { operationId } from '../../receipts/operation-id.js'
 import { planEpochs } from '../../schedule/plan.js'
 import { EpochRunner } from '../../schedule/runner.js'
 import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement } from '../../schedule/types.js'
@@ -16,11 +17,10 @@ import { retryAction } from '../retry-action.js'
 import { UNCERTAIN_MESSAGE, errorContent } from '../../model/content.js'
 import { type ActionContext, type ActionOutcome, dispatchAction } from '../dispatch-action.js'
 import { type DispatchContext, dispatchPlain } from '../dispatch-call.js'
-import { dispatchKeyed, tenantKeyed } from '../tenant-key.js'
 import type { PreparedCall } from '../../model/call.js'
 import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../../model/results.js'
 import { type CallResult } from '../../model/result.js'
-import type { BatchGuard } from '../../guards/types.js'
+import type { BatchGuard, DispatchOptions, SendOutcome, Sending } from '../../guards/types.js'
 import { type BatchRuntime, watchGuards } from '../runtime.js'
 import { type BatchState, type Prepared, type Ready, callAt } from '../state.js'
 
@@ -62,7 +62,7 @@ class Execution implements RunnerHooks {
     this.#rt = rt
     this.#prepared = ready.prepared
     this.#guards = ready.guards
-    this.#epochGuards = ready.guards.filter((g) => g.beforeEpoch !== undefined || g.refuse !== undefined)
+    this.#epochGuards = ready.guards.filter((g) => g.beforeEpoch !== undefined)
     this.#callGuards = ready.guards.filter((g) => g.acquire !== undefined || g.release !== undefined)
     this.#context = {
       runId: state.runId,
@@ -78,7 +78,7 @@ class Execution implements RunnerHooks {
         if (info !== undefined) this.#rt.recorder.callProgress(info, update)
       }
     }
-    this.#identity = { runId: state.runId, tenant: state.tenant, createdAt: state.createdAt }
+    this.#identity = identityOf(state)
   }
 
   /** Plans and runs the epochs of the calls that may be dispatched. */
@@ -97,22 +97,39 @@ class Execution implements RunnerHooks {
     await runner.run(this.#epochs, guarded ? (c, epoch) => this.#guardedDispatch(c, epoch) : (c, epoch) => this.#dispatch(c, epoch))
   }
 
-  /** A dispatch with the guards' steps: before its epoch's first dispatch (once per epoch), and around the call's own. */
+  /**
+   * A dispatch with the guards' steps: before its epoch's first dispatch
+   * (once per epoch), and around the call's own: each guard with `acquire`,
+   * in registration order, lets it go (with its dispatch options) or
+   * answers it instead; each that let it go is released with its outcome.
+   */
   async #guardedDispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
-    if (this.#epochGuards.length > 0) {
-      await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
-      for (const g of this.#epochGuards) {
-        const refused = g.refuse?.(c.index)
-        if (refused === undefined) continue
-        if (refused.stop !== undefined) this.#rt.controller.abort(refused.stop)
-        return { value: { status: refused.status, content: refused.content, isError: true, details: refused.details }, uncertain: false, closeBatch: false }
+    if (this.#epochGuards.length > 0) await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
+    const guards = this.#callGuards
+    if (guards.length === 0) return await this.#dispatch(c, epoch)
+    const call = callAt(this.#state.dispatched, c.index, 'prepared call')
+    const opId = this.#operationOf(call)
+    const sending: Sending = { index: c.index, call, operationId: opId, signal: this.#rt.controller }
+    let options: DispatchOptions | undefined
+    let passed = 0
+    for (const g of guards) {
+      const pending = g.acquire?.(sending)
+      const passage = pending instanceof Promise ? await pending : pending
+      if (passage?.kind === 'refused') {
+        await this.#release(c.index, passed, NOT_SENT)
+        if (passage.stop !== undefined) this.#rt.controller.abort(passage.stop)
+        return { value: { status: passage.status, content: passage.content, isError: true, details: passage.details }, uncertain: false, closeBatch: false }
       }
+      passed++
+      if (passage?.options !== undefined) options = options === undefined ? passage.options : { ...options, ...passage.options }
     }
-    for (const g of this.#callGuards) await g.acquire?.(c.index)
+    let outcome: DispatchOutcome<ActionOutcome> | undefined
     try {
-      return await this.#dispatch(c, epoch)
+      outcome = await this.#send(c, epoch, options === undefined ? call : { ...call, ...options }, opId)
+      return outcome
     } finally {
-      for (const g of this.#callGuards) g.release?.(c.index)
+      // A send that threw is settled uncertain by the runner (a write may have left): released as such.
+      await this.#release(c.index, passed, outcome === undefined ? THREW : { sent: true, uncertain: outcome.uncertain, cause: outcome.value.details.cause })
     }
   }
 
@@ -121,33 +138,41 @@ class Execution implements RunnerHooks {
     for (const g of this.#epochGuards) await g.beforeEpoch?.(epoch, indexes)
   }
 
+  /** Tells the first `passed` call guards how the call they let go came out. */
+  async #release (index: number, passed: number, outcome: SendOutcome): Promise<void> {
+    const guards = this.#callGuards
+    for (let i = 0; i < passed; i++) {
+      const releasing = guards[i]?.release?.(index, outcome)
+      if (releasing instanceof Promise) await releasing
+    }
+  }
+
+  /** The operation id a call goes under: the one it was first sent with when a guard's verdict sends it again (`as`). */
+  #operationOf (call: PreparedCall): string {
+    const verdict = this.#state.admitted?.verdicts[call.index]
+    if (verdict?.kind === 'as') return verdict.operationId
+    return operationId(this.#identity, call.id, callAt(this.#prepared.fingerprints, call.index, 'fingerprint'))
+  }
+
   #dispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
+    const call = callAt(this.#state.dispatched, c.index, 'prepared call')
+    return this.#send(c, epoch, call, this.#operationOf(call))
+  }
+
+  /** Sends a call through its executor under `opId`: plainly, or as an action with its receipt (sent again: under the operation id it was first sent with). */
+  #send (c: SchedulableCall, epoch: number, call: PreparedCall, opId: string): Promise<DispatchOutcome<ActionOutcome>> {
     const state = this.#state
-    const call = callAt(state.dispatched, c.index, 'prepared call')
+    state.operations[c.index] = opId
     const callInfo = this.#started[c.index] ?? this.#info(c, epoch)
-    // A guard's verdict may send the call under another operation id: the operation was sent before.
-    const verdict = state.admitted?.verdicts[c.index]
-    const again = verdict?.kind === 'as' ? verdict.operationId : null
-    const prepared = this.#prepared
-    const opId = state.operations[c.index] = again ?? operationId(this.#identity, call.id, callAt(prepared.fingerprints, call.index, 'fingerprint'))
-    const args = callAt(prepared.argumentTexts, call.index, 'argument text')
+    const args = callAt(this.#prepared.argumentTexts, call.index, 'argument text')
     const observer = this.#rt.observer
     const headers = observer.executorHeaders(callInfo)
     const argumentsJson = args.plain ? args.text : undefined
-    const gate = this.#rt.deps.keys
-    if (gate === undefined || !tenantKeyed(call)) return this.#send(call, opId, again !== null, callInfo, headers, argumentsJson)
-    const keyed = { tenant: state.tenant, runId: state.runId, callId: call.id, operationId: opId, tool: call.tool.name, conflictKey: call.conflictKey, write: !call.tool.readOnly, waitMs: call.tool.conflictWaitMs }
-    return dispatchKeyed(gate, keyed, this.#rt.controller, (fencingToken) => this.#send({ ...call, fencingToken }, opId, again !== null, callInfo, headers, argumentsJson))
-  }
-
-  /** Sends a call through its executor: plainly, or as an action with its receipt (again: under the operation id it was first sent with). */
-  #send (call: PreparedCall, opId: string, again: boolean, callInfo: CallInfo, headers: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<ActionOutcome>> {
     if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
-    const state = this.#state
-    const observer = this.#rt.observer
     const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
     const approvedAt = state.approvals?.decisions[call.index]?.at
     if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
+    const again = state.admitted?.verdicts[c.index]?.kind === 'as'
     return (again ? retryAction : dispatchAction)(ctx, call, opId, this.#prepared.preparedAt, headers, argumentsJson)
   }
 
@@ -218,6 +243,12 @@ class Execution implements RunnerHooks {
     })
   }
 }
+
+/** What a guard that let a call go is told when a later one refused it. */
+const NOT_SENT: SendOutcome = { sent: false, uncertain: false }
+
+/** What a guard that let a call go is told when its send threw inside toolgate (settled uncertain by the runner: a write may have left). */
+const THREW: SendOutcome = { sent: true, uncertain: true, cause: 'internal_error' }
 
 /** A dispatch that threw inside toolgate may or may not have sent its request. */
 function dispatchFailed (c: SchedulableCall): DispatchOutcome<ActionOutcome> {
