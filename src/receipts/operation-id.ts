@@ -1,12 +1,5 @@
+import type { RunIdentity } from '../model/incarnation.js'
 import { sha256 } from '../model/sha256.js'
-
-/** What makes one run, among all runs that may ever carry its id. */
-export interface RunIdentity {
-  runId: string
-  tenant: string
-  /** Epoch ms: a run id reused once its run expired is another run. */
-  createdAt: number
-}
 
 /**
  * The operation id of a call: derived from the run, the call id and the

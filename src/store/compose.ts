@@ -1,9 +1,10 @@
+import type { Incarnation, RunIdentity } from '../model/incarnation.js'
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
-import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, Incarnation, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
+import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
 import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
-import type { LeaseHolder, PendingWrite, RunIdentity } from './write-ahead.js'
+import type { LeaseHolder, PendingWrite } from './write-ahead.js'
 
 /**
  * The `Store` the engine uses, built from its parts: each method hands its

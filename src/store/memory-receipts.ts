@@ -1,5 +1,6 @@
+import { incarnationKey } from '../model/incarnation.js'
 import type { Receipt } from '../model/receipt.js'
-import { type StoredReceipt, incarnationKey } from './records.js'
+import { type StoredReceipt } from './records.js'
 import type { ReceiptJournal } from './receipt-journal.js'
 
 /** Bounds and clock of the memory journal. */

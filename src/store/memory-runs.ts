@@ -1,6 +1,7 @@
+import { type Incarnation, isIncarnation } from '../model/incarnation.js'
 import type { RunRecord } from '../model/run.js'
 import { MemoryBatchAnswers } from './memory-batches.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, type Incarnation, isIncarnation, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the memory run state. */

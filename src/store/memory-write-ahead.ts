@@ -1,9 +1,10 @@
+import { type RunIdentity, identityOf, isIncarnation } from '../model/incarnation.js'
 import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
 import type { MemoryRunState } from './memory-runs.js'
 import type { MemoryUncertainWrites } from './memory-uncertain.js'
 import { holds } from './records.js'
-import { type LeaseHolder, type PendingWrite, type RunIdentity, type WriteAhead, sameIncarnation, takeOver } from './write-ahead.js'
+import { type LeaseHolder, type PendingWrite, type WriteAhead, takeOver } from './write-ahead.js'
 
 /**
  * Write-ahead records in one process, beside the memory run state they
@@ -26,26 +27,26 @@ export class MemoryWriteAhead implements WriteAhead {
 
   async recordWrites (run: RunIdentity, lease: LeaseHolder, writes: readonly PendingWrite[]): Promise<boolean> {
     const record = this.#runs.peek(run.runId)
-    if (record === undefined || !sameIncarnation(record, run) || !holds(record, lease.owner, lease.batchId) || record.inFlight!.leaseExpiresAt <= this.#now()) return false
+    if (record === undefined || !isIncarnation(record, run) || !holds(record, lease.owner, lease.batchId) || record.inFlight!.leaseExpiresAt <= this.#now()) return false
     if (writes.length === 0) return true
     let entry = this.#records.get(run.runId)
-    if (entry === undefined || !sameIncarnation(record, entry.run)) this.#records.set(run.runId, entry = { run: { runId: run.runId, tenant: run.tenant, createdAt: run.createdAt }, writes: new Map() })
+    if (entry === undefined || !isIncarnation(record, entry.run)) this.#records.set(run.runId, entry = { run: identityOf(run), writes: new Map() })
     for (const w of writes) entry.writes.set(w.operationId, { ...w })
     return true
   }
 
   async pendingWrites (run: RunIdentity): Promise<PendingWrite[]> {
     const entry = this.#records.get(run.runId)
-    if (entry === undefined || !sameIncarnation(run, entry.run)) return []
+    if (entry === undefined || !isIncarnation(run, entry.run)) return []
     return [...entry.writes.values()].map((w) => ({ ...w }))
   }
 
   async takeOverWrites (run: RunIdentity): Promise<Uncertainty[] | undefined> {
     let made: Uncertainty[] | undefined
     await this.#runs.updateRun(run.runId, (record) => {
-      if (!sameIncarnation(record, run)) return
+      if (!isIncarnation(record, run)) return
       const entry = this.#records.get(run.runId)
-      const writes = entry !== undefined && sameIncarnation(record, entry.run) ? [...entry.writes.values()] : []
+      const writes = entry !== undefined && isIncarnation(record, entry.run) ? [...entry.writes.values()] : []
       made = takeOver(record, writes, this.#now())
       if (made === undefined) return
       this.#records.delete(run.runId)
@@ -58,6 +59,6 @@ export class MemoryWriteAhead implements WriteAhead {
   /** A batch's answer was stored: every write of its run is answered. Its run left: its records go too. */
   drop (run: RunRecord): void {
     const entry = this.#records.get(run.runId)
-    if (entry !== undefined && sameIncarnation(run, entry.run)) this.#records.delete(run.runId)
+    if (entry !== undefined && isIncarnation(run, entry.run)) this.#records.delete(run.runId)
   }
 }

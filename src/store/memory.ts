@@ -1,3 +1,4 @@
+import { incarnationKey } from '../model/incarnation.js'
 import { type Clock, type TimerHandle, clockReader, systemClock } from '../clock.js'
 import { CancelListeners, type CancelBus } from './cancel-bus.js'
 import { ComposedStore } from './compose.js'
@@ -6,7 +7,7 @@ import { MemoryRunState } from './memory-runs.js'
 import { MemoryUncertainWrites } from './memory-uncertain.js'
 import { MemoryWriteAhead } from './memory-write-ahead.js'
 import { MemoryTenantKeys } from './memory-keys.js'
-import { type CancelListener, type CancelReason, incarnationKey } from './records.js'
+import { type CancelListener, type CancelReason } from './records.js'
 
 export { StoreFullError } from './records.js'
 

@@ -124,24 +124,6 @@ function summarizeAnswer (responseJson: string): BatchSummary {
   return { turn: answer.turn ?? 0, calls: results.length, statuses }
 }
 
-/**
- * Which run of an id a write comes from (SPEC section 19): its tenant and
- * creation time, as an operation id names its run. A run id stored again
- * (after expiry or eviction) is another incarnation: what a batch of an
- * earlier one writes late (a receipt, an answer) never reaches it.
- */
-export interface Incarnation { tenant: string, createdAt: number }
-
-/** The incarnation as one string (the Redis store keeps it beside the record, so a script compares it without decoding the record). */
-export function incarnationKey (incarnation: Incarnation): string {
-  return `${incarnation.createdAt} ${incarnation.tenant}`
-}
-
-/** Whether the record is that incarnation of its id. */
-export function isIncarnation (run: RunRecord, incarnation: Incarnation): boolean {
-  return run.createdAt === incarnation.createdAt && run.tenant === incarnation.tenant
-}
-
 /** Whether the run's lease is this batch's, taken by this replica. */
 export function holds (run: RunRecord, owner: string, batchId: string): boolean {
   return run.inFlight !== null && run.inFlight.batchId === batchId && run.inFlight.owner === owner

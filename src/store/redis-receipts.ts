@@ -1,6 +1,7 @@
+import { incarnationKey } from '../model/incarnation.js'
 import type { Receipt } from '../model/receipt.js'
 import type { ReceiptJournal } from './receipt-journal.js'
-import { type StoredReceipt, StoreUnavailableError, incarnationKey } from './records.js'
+import { type StoredReceipt, StoreUnavailableError } from './records.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { PUT_RECEIPT, SETTLE_RECEIPT } from './redis-scripts.js'
 import { REVISE_RECEIPT } from './redis-uncertain-scripts.js'

@@ -1,8 +1,9 @@
+import { type Incarnation, incarnationKey, isIncarnation } from '../model/incarnation.js'
 import { randomUUID } from 'node:crypto'
 import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, type Incarnation, incarnationKey, isIncarnation, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the Redis run state. */

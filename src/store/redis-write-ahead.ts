@@ -1,10 +1,11 @@
+import { type RunIdentity, isIncarnation } from '../model/incarnation.js'
 import { randomUUID } from 'node:crypto'
 import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
 import type { RedisConnection } from './redis-connection.js'
 import { RECORD_WRITES, TAKE_OVER } from './redis-write-ahead-scripts.js'
 import { StoreUnavailableError } from './records.js'
-import { type LeaseHolder, type PendingWrite, type RunIdentity, type WriteAhead, sameIncarnation, takeOver } from './write-ahead.js'
+import { type LeaseHolder, type PendingWrite, type WriteAhead, takeOver } from './write-ahead.js'
 
 /** Compare-and-set attempts of one take-over before it gives up (503). */
 const MAX_TAKE_OVER_ATTEMPTS = 20
@@ -55,7 +56,7 @@ export class RedisWriteAhead implements WriteAhead {
       const [version, json] = fields
       if (version == null || json == null) return undefined
       const record = JSON.parse(json) as RunRecord
-      if (!sameIncarnation(record, run)) return undefined
+      if (!isIncarnation(record, run)) return undefined
       const writes = recorded.map((w) => JSON.parse(w) as PendingWrite)
       const leased = record.inFlight !== null
       const now = this.#opts.now()

@@ -1,5 +1,6 @@
+import type { Incarnation } from '../model/incarnation.js'
 import type { RunRecord } from '../model/run.js'
-import type { BatchIdEntry, BatchRecord, Incarnation, RunCursor, RunPage, UpdateResult } from './records.js'
+import type { BatchIdEntry, BatchRecord, RunCursor, RunPage, UpdateResult } from './records.js'
 
 /**
  * Run records with their leases, batch ids and waiting batches: the state a

@@ -11,11 +11,12 @@ export type { CancelBus } from './cancel-bus.js'
 export type { ReceiptJournal } from './receipt-journal.js'
 export type { RunStateStore } from './run-state.js'
 export type { UncertainWrites } from './uncertain-writes.js'
-export type { LeaseHolder, PendingWrite, RunIdentity, WriteAhead } from './write-ahead.js'
+export type { LeaseHolder, PendingWrite, WriteAhead } from './write-ahead.js'
+export { type Incarnation, type RunIdentity, incarnationKey, isIncarnation } from '../model/incarnation.js'
 export type { KeyGrant, KeyHolder, KeyRequest, TenantKeys, TenantUncertainty } from './tenant-keys.js'
 export {
   type BatchEntry, type BatchIdEntry, type BatchRecord, type BatchSummary, type CancelListener, type CancelReason, type RunCursor, type RunPage,
-  type Incarnation, type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, batchEntry, holds, incarnationKey, isIncarnation, markEnded
+  type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, batchEntry, holds, markEnded
 } from './records.js'
 
 /** What a store part needs besides its contract: whether its backend can take work, and closing it. */

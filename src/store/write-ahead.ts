@@ -1,8 +1,7 @@
 import type { Uncertainty } from '../model/uncertainty.js'
 import type { RunRecord } from '../model/run.js'
-import type { RunIdentity } from '../receipts/operation-id.js'
+import type { RunIdentity } from '../model/incarnation.js'
 
-export type { RunIdentity } from '../receipts/operation-id.js'
 
 /** A write recorded as about to be sent (SPEC section 17): what its uncertainty would be if its replica died. */
 export interface PendingWrite {
@@ -83,7 +82,3 @@ export function takeOver (run: RunRecord, writes: readonly PendingWrite[], now: 
   return made
 }
 
-/** Whether two runs of one id are the same incarnation: the same tenant and creation time. */
-export function sameIncarnation (a: Pick<RunIdentity, 'tenant' | 'createdAt'>, b: Pick<RunIdentity, 'tenant' | 'createdAt'>): boolean {
-  return a.tenant === b.tenant && a.createdAt === b.createdAt
-}

@@ -6,7 +6,8 @@
  */
 import t, { type Test } from 'tap'
 import { NO_ANSWER_RECORDED } from '../../src/receipts/lifecycle.js'
-import { type RunIdentity, operationId } from '../../src/receipts/operation-id.js'
+import type { RunIdentity } from '../../src/model/incarnation.js'
+import { operationId } from '../../src/receipts/operation-id.js'
 import type { Receipt } from '../../src/model/receipt.js'
 import { fingerprint } from '../../src/repeat/fingerprint.js'
 import { MemoryStore } from '../../src/store/memory.js'
