@@ -2,7 +2,7 @@
  * One build's batches with nothing in the way that changes from run to run,
  * for `instructions.ts` to count under callgrind:
  *
- *   node instructions-child.js <dist> <batchSize> <warmup> <iterations>
+ *   node instructions-child.js <dist> <batchSize> <warmup> <iterations> [<guard>]
  *
  * The build in <dist> is loaded in this process and driven through
  * `app.inject` (no sockets); its one tool answers from an in-process
@@ -10,25 +10,31 @@
  * no network or scheduling order can make one run take another path. Each
  * iteration creates a run, sends one batch of <batchSize> calls and ends the
  * run: <warmup> of them, then <iterations>. Prints the iterations done.
+ * <guard> names a registered run-level rule the service runs without
+ * (`guard-cost.ts`); a build that predates the option runs them all.
  */
 import { Writable } from 'node:stream'
 import { pathToFileURL } from 'node:url'
 import { resolve } from 'node:path'
 
-const [dist, ...counts] = process.argv.slice(2)
-const [batchSize, warmup, iterations] = counts.map(Number)
+const [dist, ...rest] = process.argv.slice(2)
+const [batchSize, warmup, iterations] = rest.slice(0, 3).map(Number)
+const without = rest[3]
 if (dist === undefined || ![batchSize, warmup, iterations].every((n) => Number.isInteger(n) && n! >= 0) || batchSize === 0) {
-  throw new TypeError('Usage: instructions-child.js <dist> <batchSize> <warmup> <iterations>')
+  throw new TypeError('Usage: instructions-child.js <dist> <batchSize> <warmup> <iterations> [<guard>]')
 }
 
 /** What this child uses of a build: true of every build since tools could be imported from MCP servers. */
 interface Build {
-  app: { buildApp: (config: unknown, opts: { logger: unknown }) => Promise<BuildApp> }
+  app: { buildApp: (config: unknown, opts: { logger: unknown, withoutGuards?: string[] }) => Promise<BuildApp> }
   config: { defaultConfig: (over: Record<string, unknown>) => unknown }
   logger: { createLogger: (level: string, stream: Writable) => unknown }
 }
 interface BuildApp {
-  services: { tools: { compile: (input: unknown, via: unknown) => unknown, replaceOwned: (owner: string, tools: unknown[]) => unknown } }
+  services: {
+    tools: { compile: (input: unknown, via: unknown) => unknown, replaceOwned: (owner: string, tools: unknown[]) => unknown }
+    engine?: { guards?: ReadonlyArray<{ name: string }> }
+  }
   inject: (req: { method: string, url: string, payload?: unknown, headers?: Record<string, string> }) => Promise<{ statusCode: number, body: string }>
   close: () => Promise<unknown>
 }
@@ -36,7 +42,8 @@ interface BuildApp {
 const load = async (file: string): Promise<unknown> => await import(pathToFileURL(resolve(dist, 'src', file)).href)
 const build = { app: await load('app.js'), config: await load('config.js'), logger: await load('logger.js') } as Build
 const config = build.config.defaultConfig({ logLevel: 'info' })
-const app = await build.app.buildApp(config, { logger: build.logger.createLogger('info', new Writable({ write (_chunk, _enc, cb) { cb() } })) })
+const logger = build.logger.createLogger('info', new Writable({ write (_chunk, _enc, cb) { cb() } }))
+const app = await build.app.buildApp(config, without === undefined ? { logger } : { logger, withoutGuards: [without] })
 const answer = { kind: 'answered', status: 200, body: { content: 'ok' }, bodyText: '{"content":"ok"}' }
 const tool = app.services.tools.compile({
   name: 'look',
@@ -46,6 +53,7 @@ const tool = app.services.tools.compile({
   readOnly: true
 }, { send: async () => answer })
 app.services.tools.replaceOwned('instructions', [tool])
+if (without !== undefined && app.services.engine?.guards?.some((g) => g.name === without) !== false) throw new Error(`the build in ${dist} cannot run without the guard ${without}`)
 
 const json = { 'content-type': 'application/json' }
 let x = 0

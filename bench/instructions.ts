@@ -108,6 +108,27 @@ const execFileText = promisify(execFile)
 
 const CHILD = fileURLToPath(new URL('./instructions-child.js', import.meta.url))
 
+/** Runs valgrind with `args`: the instruction total it printed, once the child has printed `expected` and exited cleanly. */
+export async function valgrindTotal (args: readonly string[], expected: string, what: string): Promise<number> {
+  return await new Promise<number>((resolvePromise, reject) => {
+    const child = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (c: Buffer) => { stdout += c.toString() })
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString() })
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      reject(err.code === 'ENOENT' ? new Error('valgrind is not installed (Debian: apt-get install valgrind)') : err)
+    })
+    child.on('close', (code) => {
+      if (code !== 0 || stdout.trim() !== expected) {
+        reject(new Error(`${what} failed (exit ${String(code)}):\n${stderr.slice(-3000)}`))
+        return
+      }
+      try { resolvePromise(instructionTotal(stderr)) } catch (err) { reject(err) }
+    })
+  })
+}
+
 /** Runs the child under callgrind: the instructions it executed, in all and in the optimizing compiler. */
 async function count (dist: string, iterations: number, opts: InstructionOptions, outFile: string): Promise<RunCount> {
   const args = [
@@ -119,23 +140,7 @@ async function count (dist: string, iterations: number, opts: InstructionOptions
     '--no-deprecation', '--predictable', '--predictable-gc-schedule', '--hash-seed=1', '--random-seed=1',
     CHILD, resolve(dist), String(opts.batchSize), String(opts.warmup), String(iterations)
   ]
-  const total = await new Promise<number>((resolvePromise, reject) => {
-    const child = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (c: Buffer) => { stdout += c.toString() })
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString() })
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      reject(err.code === 'ENOENT' ? new Error('valgrind is not installed (Debian: apt-get install valgrind)') : err)
-    })
-    child.on('close', (code) => {
-      if (code !== 0 || stdout.trim() !== String(iterations)) {
-        reject(new Error(`the counted run of ${dist} failed (exit ${String(code)}):\n${stderr.slice(-3000)}`))
-        return
-      }
-      try { resolvePromise(instructionTotal(stderr)) } catch (err) { reject(err) }
-    })
-  })
+  const total = await valgrindTotal(args, String(iterations), `the counted run of ${dist}`)
   const annotated = await execFileText('callgrind_annotate', ['--inclusive=yes', '--threshold=100', outFile], { maxBuffer: 256 * 1024 * 1024 })
   return { total, compiler: compilerInstructions(annotated.stdout) }
 }

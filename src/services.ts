@@ -82,6 +82,8 @@ export interface ServiceOverrides {
   env?: Readonly<Record<string, string | undefined>>
   /** Run-level rules after the registered ones (src/guards/): a test's probe of the guard seam. */
   moreGuards?: readonly Guard[]
+  /** Registered run-level rules left out, by name: the bench's count of what each costs (bench/guard-cost.ts). */
+  withoutGuards?: readonly string[]
 }
 
 /** How often each replica looks for approvals past their time: a call expires at most this late. */
@@ -152,6 +154,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     uncertain,
     keys: tenantKeys,
     ...(overrides.moreGuards === undefined ? {} : { moreGuards: overrides.moreGuards }),
+    ...(overrides.withoutGuards === undefined ? {} : { withoutGuards: overrides.withoutGuards }),
     approvals: { ttlMs: config.approvalTtlSeconds * 1000, graceMs: runTtlMs }
   })
   const approvals = new ApprovalService({

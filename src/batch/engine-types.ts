@@ -50,6 +50,8 @@ export interface EngineDeps {
   guards?: readonly Guard[]
   /** Rules run after those (a test's probe). */
   moreGuards?: readonly Guard[]
+  /** Rules left out, by name (the bench counts what each costs a batch: bench/guard-cost.ts). */
+  withoutGuards?: readonly string[]
 }
 
 /** What the coordinator and the phases are handed: the engine's dependencies, its guards settled. */

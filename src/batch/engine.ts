@@ -56,7 +56,9 @@ export class BatchEngine {
 
   constructor (deps: EngineDeps) {
     const guards = deps.guards ?? registerGuards({ settings: deps.approvals, store: deps.store, clock: deps.clock, replicaId: deps.replicaId, uncertain: deps.uncertain, keys: deps.keys })
-    this.#deps = { ...deps, guards: deps.moreGuards === undefined ? guards : [...guards, ...deps.moreGuards] }
+    const without = deps.withoutGuards
+    const kept = without === undefined ? guards : guards.filter((g) => !without.includes(g.name))
+    this.#deps = { ...deps, guards: deps.moreGuards === undefined ? kept : [...kept, ...deps.moreGuards] }
     this.#leases = new LeaseKeeper(deps.store, deps)
     // A cancel published on any replica (this one included) reaches the batch wherever it runs.
     this.#unsubscribe = deps.store.onCancel((runId, reason) => { this.cancel(runId, reason) })
