@@ -3,13 +3,13 @@
  * counted by valgrind's cachegrind (no hardware counters needed):
  *
  *   node dist/bench/guard-cost.js [--sizes 1,10] [--iterations 1000]
- *     [--guards limits,loops,...] [--json]
+ *     [--guards limits,loops,...] [--parallel 2] [--json]
  *
  * For each batch size, this build's service (`instructions-child.js`: a run
  * created, one batch through the engine on the memory store, the run ended,
  * a tool answering in-process) runs <iterations> times under cachegrind
  * with every guard, then with each guard left out (the engine's
- * `withoutGuards`), two processes at a time. Start-up is the same in each
+ * `withoutGuards`), <parallel> processes at a time. Start-up is the same in each
  * (a guard is one object more or less), so the difference of two totals
  * over the iterations is what the guard costs a batch, on average over the
  * process's batches: its own work, and V8 compiling it. The service with
@@ -30,6 +30,8 @@ export interface GuardCostOptions {
   sizes: number[]
   iterations: number
   guards: string[]
+  /** Counted processes at a time (each is one core's work; valgrind's counts do not depend on it). */
+  parallel: number
 }
 
 /** One batch size's figures: instructions per iteration with every guard (twice: the noise), and without each. */
@@ -58,10 +60,18 @@ async function count (size: number, warmup: number, iterations: number, without:
   return await valgrindTotal(args, String(iterations), `the counted run of ${size}-call batches${without === undefined ? '' : ` without ${without}`}`)
 }
 
-/** Runs `jobs` two at a time (the machine's cores), in order. */
-async function twoAtATime<T> (jobs: ReadonlyArray<() => Promise<T>>): Promise<T[]> {
+/** Runs `jobs`, `parallel` at a time; their answers in order. */
+async function pool<T> (jobs: ReadonlyArray<() => Promise<T>>, parallel: number): Promise<T[]> {
   const out: T[] = []
-  for (let i = 0; i < jobs.length; i += 2) out.push(...await Promise.all(jobs.slice(i, i + 2).map((job) => job())))
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < jobs.length) {
+      const i = next++
+      const job = jobs[i]
+      if (job !== undefined) out[i] = await job()
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(parallel, jobs.length) }, worker))
   return out
 }
 
@@ -69,11 +79,11 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
   const out: SizeCost[] = []
   for (const size of opts.sizes) {
     const variants: Array<string | undefined> = [undefined, ...opts.guards, undefined]
-    const totals = await twoAtATime(variants.map((g) => async () => {
+    const totals = await pool(variants.map((g) => async () => {
       const total = await count(size, 0, opts.iterations, g)
       log(`${size}-call batches, ${g === undefined ? 'every guard' : `without ${g}`}: ${total} instructions`)
       return total
-    }))
+    }), opts.parallel)
     const perBatch = (total: number | undefined): number => (total ?? 0) / opts.iterations
     const all = perBatch(totals[0])
     const without: Record<string, number> = {}
@@ -106,6 +116,7 @@ async function main (): Promise<void> {
     options: {
       sizes: { type: 'string', default: '1,10' },
       iterations: { type: 'string', default: '1000' },
+      parallel: { type: 'string', default: '2' },
       guards: { type: 'string', default: GUARDS.join(',') },
       json: { type: 'boolean', default: false }
     }
@@ -113,6 +124,7 @@ async function main (): Promise<void> {
   const opts: GuardCostOptions = {
     sizes: values.sizes.split(',').map((s) => integerOption('sizes', s, 1)),
     iterations: integerOption('iterations', values.iterations, 1),
+    parallel: integerOption('parallel', values.parallel, 1),
     guards: values.guards.split(',').filter((g) => g !== '')
   }
   const costs = await guardCosts(opts, (line) => process.stderr.write(`${line}\n`))
