@@ -22,14 +22,12 @@
  */
 import { loadavg } from 'node:os'
 import { extname } from 'node:path'
-import { performance } from 'node:perf_hooks'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { type BenchChild, killAll, startChild, trapSignals } from './children.js'
 import { type Target, serviceTarget } from './clients.js'
-import { closedLoop, lookCalls } from './load.js'
+import { closedLoop, openLoop } from './load.js'
 import { openBenchRedis } from './redis.js'
 import { TOOLGATE_NODE_FLAGS } from './settings.js'
 import { percentile, sig } from './stats.js'
@@ -39,46 +37,6 @@ const { values } = parseArgs({ options: { rounds: { type: 'string', default: '4'
 const ROUNDS = Number(values.rounds)
 const RATE = Number(values.rate)
 const PROBE = fileURLToPath(new URL(`./tail-probe${extname(fileURLToPath(import.meta.url))}`, import.meta.url))
-
-/** One open-loop round, as bench/load.ts's openLoop, keeping each batch's send time (epoch ms) with its latency. */
-async function openLoop (target: Target): Promise<{ batches: Array<[number, number]>, dropped: number }> {
-  const free = await Promise.all(Array.from({ length: 32 }, () => target.openRun({ maxConcurrentTools: 8 })))
-  const all = [...free]
-  const batches: Array<[number, number]> = []
-  const inFlight = new Set<Promise<void>>()
-  let dropped = 0
-  let n = 0
-  const start = performance.now()
-  const windowStart = start + 200
-  const end = windowStart + 1200
-  const fire = (): void => {
-    const runId = free.pop()
-    if (runId === undefined) {
-      dropped++
-      return
-    }
-    const sentAt = performance.now()
-    const p: Promise<void> = target.send(runId, lookCalls(1, n++)).then((a) => {
-      if (a.ok && sentAt >= windowStart) batches.push([performance.timeOrigin + sentAt, performance.now() - sentAt])
-    }).finally(() => {
-      free.push(runId)
-      inFlight.delete(p)
-    })
-    inFlight.add(p)
-  }
-  let sent = 0
-  for (let now = performance.now(); now < end; now = performance.now()) {
-    const due = Math.floor(((now - start) * RATE) / 1000)
-    while (sent < due) {
-      sent++
-      fire()
-    }
-    await sleep(1)
-  }
-  await Promise.all(inFlight)
-  await Promise.all(all.map((id) => target.closeRun(id)))
-  return { batches, dropped }
-}
 
 type Interval = [number, number]
 const overlaps = (xs: Interval[], a: number, b: number): boolean => xs.some(([s, e]) => s < b && e > a)
@@ -123,7 +81,9 @@ try {
     for (const [name, { target, child }] of Object.entries(byName)) {
       await child?.probe()
       const before = await commandStats(admin)
-      const { batches, dropped } = await openLoop(target)
+      const r = await openLoop(target, { rate: RATE, batchSize: 1, warmupMs: 200, windowMs: 1200, runOptions: { maxConcurrentTools: 8 }, runs: 32 })
+      const { dropped } = r
+      const batches = r.latencies.map((ms, i): [number, number] => [r.sentAt[i]!, ms])
       const after = await commandStats(admin)
       const times = batches.map(([, ms]) => ms)
       const p99 = percentile(times, 99)
