@@ -11,6 +11,9 @@ import type { BenchResults } from '../../bench/results.js'
 import { REDIS_URL } from '../store/harness.js'
 import { runNode, scratchTree } from './scratch.js'
 
+// The whole bench at smoke counts, then a build comparison: over two minutes on a busy 2-core machine.
+t.setTimeout(300_000)
+
 /** Every number in the results, by path; settings are inputs, not figures. */
 function figures (value: unknown, path = ''): Array<[string, unknown]> {
   if (typeof value === 'number' || value === null) return [[path, value]]
