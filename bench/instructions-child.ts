@@ -41,7 +41,7 @@ interface BuildApp {
 
 const load = async (file: string): Promise<unknown> => await import(pathToFileURL(resolve(dist, 'src', file)).href)
 const build = { app: await load('app.js'), config: await load('config.js'), logger: await load('logger.js') } as Build
-const config = build.config.defaultConfig({ logLevel: 'info' })
+const config = build.config.defaultConfig({ logLevel: 'info', maxValidationMs: 60_000 })
 const logger = build.logger.createLogger('info', new Writable({ write (_chunk, _enc, cb) { cb() } }))
 const app = await build.app.buildApp(config, without === undefined ? { logger } : { logger, withoutGuards: [without] })
 const answer = { kind: 'answered', status: 200, body: { content: 'ok' }, bodyText: '{"content":"ok"}' }

@@ -1,7 +1,16 @@
 /** The loop detectors' slice of a run's record (SPEC section 15): their kinds, limits and state. */
 
-/** The loop detectors (SPEC section 15); `exact` is section 6's. */
-export type LoopKind = 'exact' | 'cycle' | 'errors' | 'no_progress'
+/**
+ * The loop detectors (SPEC section 15), by the names metrics, summaries and
+ * events give them; `exact` is section 6's. The figures (the metric's
+ * labels, the summaries' and a run's counts) are made from this list.
+ */
+export const LOOP_KINDS = ['exact', 'cycle', 'errors', 'no_progress'] as const
+export type LoopKind = typeof LOOP_KINDS[number]
+
+/** The detectors beyond exact repeats (whose figures are a run's repeat counts): a run counts their detections in `loops`. */
+export type StreakKind = Exclude<LoopKind, 'exact'>
+export const STREAK_KINDS: readonly StreakKind[] = LOOP_KINDS.filter((k): k is StreakKind => k !== 'exact')
 
 /** The limits of the three detectors beyond exact repeats, as a run's `limits` holds them. */
 export interface LoopLimits {

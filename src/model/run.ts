@@ -1,5 +1,5 @@
 import type { WaitingBatch } from './waiting.js'
-import type { LoopKind, LoopLimits, LoopState } from './loops.js'
+import type { LoopLimits, LoopState, StreakKind } from './loops.js'
 import type { Uncertainty } from './uncertainty.js'
 
 export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
@@ -69,7 +69,7 @@ export interface RunStats {
 }
 
 /** Advisories and terminations of each loop kind beyond `exact`. */
-export type LoopCounts = Record<Exclude<LoopKind, 'exact'>, { advisories: number, terminations: number }>
+export type LoopCounts = Record<StreakKind, { advisories: number, terminations: number }>
 
 /** The batch holding a run's lease. */
 export interface InFlight {

@@ -1,4 +1,5 @@
 import type { LoopCounts, RunStats } from '../model/run.js'
+import { STREAK_KINDS } from '../model/loops.js'
 
 export function emptyStats (): RunStats {
   return {
@@ -15,12 +16,11 @@ export function emptyStats (): RunStats {
   }
 }
 
+/** Every detector's counts at zero (made with a batch's or run's first detection). */
 export function emptyLoopCounts (): LoopCounts {
-  return {
-    cycle: { advisories: 0, terminations: 0 },
-    errors: { advisories: 0, terminations: 0 },
-    no_progress: { advisories: 0, terminations: 0 }
-  }
+  const counts: Partial<LoopCounts> = {}
+  for (const kind of STREAK_KINDS) counts[kind] = { advisories: 0, terminations: 0 }
+  return counts as LoopCounts
 }
 
 /** Adds one batch's figures to a running total (a run's, or the process's), in place; answers the total. */
@@ -45,7 +45,7 @@ export function addStats (total: RunStats, b: RunStats): RunStats {
   if (b.loops !== undefined) {
     // Made with the first detection: most batches and runs have none.
     const loops = (total.loops ??= emptyLoopCounts())
-    for (const kind of ['cycle', 'errors', 'no_progress'] as const) {
+    for (const kind of STREAK_KINDS) {
       loops[kind].advisories += b.loops[kind].advisories
       loops[kind].terminations += b.loops[kind].terminations
     }

@@ -1,7 +1,7 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { TERMINATION_REASONS } from '../../schemas/run-states.js'
 import type { CallStatus } from '../model/result.js'
-import type { LoopKind } from '../model/loops.js'
+import { LOOP_KINDS, type LoopKind } from '../model/loops.js'
 import type { Store } from '../store/types.js'
 import { buildInfo } from './build-info.js'
 import { FastCounter } from './counter.js'
@@ -11,7 +11,6 @@ import type { BatchObserver, BatchOutcome, CallInfo, CallSettledInfo } from './t
 
 const BATCH_OUTCOMES: readonly BatchOutcome[] = ['completed', 'terminated', 'cancelled', 'closed', 'error', 'awaiting_approval']
 const CALL_STATUSES: readonly CallStatus[] = ['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed', 'denied']
-const LOOP_KINDS: readonly LoopKind[] = ['exact', 'cycle', 'errors', 'no_progress']
 const LOOP_ACTIONS = ['advisory', 'terminated'] as const
 /** What `runTerminated` is told: cancelling and ending a run are not terminations. */
 const TERMINATIONS = TERMINATION_REASONS.filter((r) => r !== 'cancelled' && r !== 'ended')

@@ -1,5 +1,6 @@
 import { addStats, emptyLoopCounts, emptyStats } from '../runs/stats.js'
 import type { RunStats } from '../model/run.js'
+import type { LoopKind } from '../model/loops.js'
 
 /** A performance summary (SPEC section 8), per run or across runs. */
 export interface Summary {
@@ -15,7 +16,7 @@ export interface Summary {
   repeatAdvisories: number
   repeatTerminations: number
   /** Advisories and terminations of each loop kind (SPEC section 15); `exact` is repeatAdvisories and repeatTerminations. */
-  loopDetections: Record<'exact' | 'cycle' | 'errors' | 'no_progress', { advisories: number, terminations: number }>
+  loopDetections: Record<LoopKind, { advisories: number, terminations: number }>
   projectionFailures: number
   uncertainWrites: number
   blockedCalls: number
