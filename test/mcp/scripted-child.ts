@@ -3,6 +3,7 @@
  * answer is 100 MB of text), `small`, and `argv[2]` more tools: a hostile
  * server's own work (building a list of 20,000 tools, writing 100 MB) is
  * then not counted in the test process's event loop. Prints its URL.
+ * With `sse` as `argv[3]`, tools/list is answered as an SSE stream.
  */
 import { listText, listedTool, startScriptedServer } from './scripted-server.js'
 
@@ -12,6 +13,7 @@ const read = { annotations: { readOnlyHint: true } }
 tools.unshift(listedTool('huge', read), listedTool('small', read))
 listText(tools)
 const server = await startScriptedServer(tools)
+server.listAsSse = process.argv[3] === 'sse'
 server.answer = (name) => name === 'huge' ? { stream: 100 * 1024 * 1024 } : { result: { content: [{ type: 'text', text: 'fine' }] } }
 process.stdout.write(`${server.url}\n`)
 process.on('SIGTERM', () => { void server.close().then(() => process.exit(0)) })
