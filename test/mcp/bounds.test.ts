@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { setPriority } from 'node:os'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
@@ -7,6 +6,7 @@ import type { McpServerDefinition } from '../../schemas/mcp-server.js'
 import { FakeClock } from '../clock.js'
 import { buildTestApp, get, runBatch, tool } from '../helper.js'
 import { listedTool, startScriptedServer } from './scripted-server.js'
+import { type ScriptedProcess, startScriptedProcess } from './scripted-process.js'
 import { TEST_STALL_BOUND_MS, startReference } from '../hostile/loop-reference.js'
 
 /**
@@ -34,18 +34,8 @@ type Reference = Awaited<ReturnType<typeof startReference>>
 try { setPriority(-15) } catch { t.comment('the test runs at normal priority: its loop-delay figures include the machine\'s other work') }
 
 /** The scripted server in a child process listing `count` tools; with `sse`, its tools/list answered as an SSE stream. */
-async function startChild (count: number, sse = false): Promise<{ url: string, close: () => Promise<void> }> {
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(new URL('./scripted-child.ts', import.meta.url)), String(count), sse ? 'sse' : 'json'], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString()
-      if (out.includes('\n')) resolve(out.trim())
-    })
-    child.once('exit', (code) => { reject(new Error(`the scripted server exited (${code})`)) })
-  })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  return { url, close: async () => { child.kill('SIGTERM'); await exited } }
+async function startChild (count: number, sse = false): Promise<ScriptedProcess> {
+  return await startScriptedProcess(count, sse ? ['sse'] : [])
 }
 
 /** A stdio server (./stdio-child.ts) listing `count` tools beside `small`; `mode` as that file says. */
