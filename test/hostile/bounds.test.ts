@@ -31,6 +31,7 @@ import { REDOS_CASES } from './redos-cases.js'
 import { STALL_BOUND_MS, TEST_STALL_BOUND_MS, startReference } from './loop-reference.js'
 import { branchingRefs, manyProperties } from '../tools/costly-schemas.js'
 import { startScriptedProcess } from '../mcp/scripted-process.js'
+import { type Answer, callAs } from './call-as.js'
 
 const CANARY = 'canary-secret-of-acme-4471'
 const KEYS = {
@@ -42,20 +43,11 @@ const KEYS = {
 } as const
 type Who = keyof typeof KEYS
 
-interface Answer { status: number, body: any }
-
 /** Every answer the service gave, for the closing count of 5xx. */
 const statuses: number[] = []
 
-async function call (svc: Replica, who: Who, method: string, path: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(svc.url + path, {
-    method,
-    headers: { authorization: `Bearer ${KEYS[who]}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  statuses.push(res.status)
-  const text = await res.text()
-  return { status: res.status, body: text === '' ? undefined : JSON.parse(text) }
+function call (svc: Replica, who: Who, method: string, path: string, body?: unknown): Promise<Answer> {
+  return callAs(svc, KEYS[who], statuses, method, path, body)
 }
 
 /** Loop-delay figures of the service since the last reading, each source starting over once read; `referenceMs` the idle reference's max. */
