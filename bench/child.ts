@@ -8,7 +8,8 @@
  */
 
 /** Messages from the parent. */
-export type ChildRequest = { type: 'stop' } | { type: 'cpu', id: number }
+/** `probe` is answered by bench/tail-probe.ts when it was preloaded, never by this file. */
+export type ChildRequest = { type: 'stop' } | { type: 'cpu', id: number } | { type: 'probe', id: number }
 /** Messages to the parent. */
 export type ChildReply =
   | { type: 'ready', url: string }

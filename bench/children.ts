@@ -7,6 +7,7 @@ import { type ChildProcess, fork } from 'node:child_process'
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ChildReply, ChildRequest } from './child.js'
+import type { ProbeAnswer } from './tail-probe.js'
 
 /** What a bench server has used so far. */
 export interface ChildUsage { cpuUs: number, rss: number, loopActiveMs: number, loopIdleMs: number, storeRoundTrips: number, storeCommands: number }
@@ -22,6 +23,8 @@ export interface BenchChild {
    * so far (ms).
    */
   cpu (): Promise<ChildUsage>
+  /** What bench/tail-probe.ts noted since the last ask; only a child started with it preloaded answers. */
+  probe (): Promise<ProbeAnswer>
   /** Asks it to exit; kills it (by its pid) if it has not within `graceMs`. */
   stop (graceMs?: number): Promise<void>
 }
@@ -87,6 +90,19 @@ export async function startChild (role: string, args: string[], opts: ChildOptio
         proc.on('message', onMessage)
         if (!proc.connected) reject(new Error(`bench ${role} is gone`))
         else proc.send({ type: 'cpu', id } satisfies ChildRequest)
+      })
+    },
+    probe () {
+      const id = ++nextId
+      return new Promise((resolve, reject) => {
+        const onMessage = (msg: ChildReply | ProbeAnswer): void => {
+          if (msg.type !== 'probe' || msg.id !== id) return
+          proc.off('message', onMessage)
+          resolve(msg)
+        }
+        proc.on('message', onMessage)
+        if (!proc.connected) reject(new Error(`bench ${role} is gone`))
+        else proc.send({ type: 'probe', id } satisfies ChildRequest)
       })
     },
     async stop (graceMs = 5000) {

@@ -130,6 +130,8 @@ export interface OpenLoopOptions {
 export interface OpenLoopResult {
   /** Batch latencies (ms) of batches sent inside the window. */
   latencies: number[]
+  /** When each of those was sent (epoch ms, comparable across processes), in the same order. */
+  sentAt: number[]
   errors: number
   /** Batches not sent because every run was busy (the target could not keep up). */
   dropped: number
@@ -139,6 +141,7 @@ export async function openLoop (target: Target, opts: OpenLoopOptions): Promise<
   const free = await Promise.all(Array.from({ length: opts.runs }, () => target.openRun(opts.runOptions)))
   const all = [...free]
   const latencies: number[] = []
+  const sentAts: number[] = []
   const inFlight = new Set<Promise<void>>()
   let errors = 0
   let dropped = 0
@@ -156,7 +159,10 @@ export async function openLoop (target: Target, opts: OpenLoopOptions): Promise<
     const sentAt = performance.now()
     const p: Promise<void> = target.send(runId, lookCalls(opts.batchSize, n++)).then((answer) => {
       if (!answer.ok) errors++
-      else if (sentAt >= windowStart) latencies.push(performance.now() - sentAt)
+      else if (sentAt >= windowStart) {
+        latencies.push(performance.now() - sentAt)
+        sentAts.push(performance.timeOrigin + sentAt)
+      }
     }, () => { errors++ }).finally(() => {
       free.push(runId)
       inFlight.delete(p)
@@ -175,5 +181,5 @@ export async function openLoop (target: Target, opts: OpenLoopOptions): Promise<
   }
   await Promise.all(inFlight)
   await Promise.all(all.map((id) => target.closeRun(id)))
-  return { latencies, errors, dropped }
+  return { latencies, sentAt: sentAts, errors, dropped }
 }

@@ -46,6 +46,28 @@ function mcpEndpointRows (r: BenchResults): string[] {
   ]
 }
 
+/** The store-path rows: each path beside its reference, on each store. */
+function storePathRows (r: BenchResults): string[] {
+  const p = r.storePaths
+  if (p === undefined) return []
+  const out: string[] = []
+  out.push(`**Store paths**, one batch at a time on one connection, ${p.batchesPerRound} batches per variant per round, the two variants of a row in a different order ` +
+    'each round; a write batch records its writes ahead (one record per epoch), a tenant-scoped conflict key is taken in the store before the call and released after. ' +
+    'Ratios are measured over reference within a round.')
+  out.push('')
+  out.push('| store | measured | reference | p50 ms, measured / reference | p99 ms, measured / reference | batches/s, measured / reference | its rounds | CPU µs per batch, measured / reference | CPU ratio | Redis round trips per batch, measured / reference (added) |')
+  out.push('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const row of p.rows) {
+    const m = row.measuredFigures
+    const f = row.referenceFigures
+    out.push(`| ${row.store === 'redis' ? 'Redis' : 'memory'} | ${row.measured} | ${row.reference} | ${n(m.p50Ms)} / ${n(f.p50Ms)} | ${n(m.p99Ms)} / ${n(f.p99Ms)} | ` +
+      `${n(m.batchesPerSec)} / ${n(f.batchesPerSec)} = ${n(row.throughputRatio)} | ${n(row.throughputRatioRounds[0])}–${n(row.throughputRatioRounds[1])} | ` +
+      `${n(m.cpuUsPerBatch)} / ${n(f.cpuUsPerBatch)} | ${n(row.cpuRatio)} | ${row.store === 'redis' ? `${n(m.roundTripsPerBatch)} / ${n(f.roundTripsPerBatch)} (+${n(row.addedRoundTrips)})` : '–'} |`)
+  }
+  out.push('')
+  return out
+}
+
 export function markdown (r: BenchResults): string {
   const m = r.meta
   const out: string[] = []
@@ -67,6 +89,7 @@ export function markdown (r: BenchResults): string {
   }
   out.push('')
   out.push(...redisThroughput(r))
+  out.push(...storePathRows(r))
   out.push('**Latency** of a batch at a moderate, fixed arrival rate (open loop), ms.')
   out.push('')
   out.push('| batch | batches/s | p50 direct | p50 relay | p50 toolgate | added p50 | p99 relay | p99 toolgate | added p99 |')

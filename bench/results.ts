@@ -1,6 +1,7 @@
 /** The shape of bench/results.json. Every figure is a median over rounds unless it says otherwise. */
 import type { McpEndpointCost } from './mcp-endpoint.js'
 import type { BenchSettings } from './settings.js'
+import type { StorePathCost } from './store-paths.js'
 
 export const PLACEMENT = 'Five processes on 127.0.0.1, none pinned: the load generator (undici pools, and the in-process ' +
   'preparation loop), the executor, the relay, the floor and toolgate. Only the service under test is loaded at any moment (the ' +
@@ -139,6 +140,8 @@ export interface BenchResults {
   mcp: { toolgateUs: number, executorUs: number, directUs: number, ratio: number, executorRatio: number, calls: number }
   /** One tools/call through toolgate's /mcp, directly to the upstream MCP server and through a plain proxy, over HTTP, each in its own process. */
   mcpEndpoint: McpEndpointCost
+  /** A write batch with its write-ahead record against the same batch of reads; a tenant-scoped conflict key against a run-scoped one; on each store. */
+  storePaths: StorePathCost
   memory: {
     runs: number
     method: string

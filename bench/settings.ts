@@ -17,6 +17,8 @@ export interface BenchSettings {
   mcp: { rounds: number, iterations: number }
   /** One tools/call through toolgate's /mcp, direct to the upstream and through a plain proxy (bench/mcp-endpoint.ts). */
   mcpEndpoint: { rounds: number, calls: number, windowMs: number, concurrency: number }
+  /** A write batch with its write-ahead record and a tenant-scoped key, each against its reference (bench/store-paths.ts). */
+  storePaths: { rounds: number, batches: number }
   memory: { runs: number }
   profile: { warmupMs: number, windowMs: number, concurrency: number }
 }
@@ -36,6 +38,7 @@ export const FULL: BenchSettings = {
   prep: { rounds: 5, iterations: 20_000 },
   mcp: { rounds: 3, iterations: 300 },
   mcpEndpoint: { rounds: 5, calls: 300, windowMs: 1500, concurrency: 8 },
+  storePaths: { rounds: 5, batches: 300 },
   memory: { runs: 100_000 },
   profile: { warmupMs: 1500, windowMs: 6000, concurrency: 50 }
 }
@@ -53,6 +56,7 @@ export const SMOKE: BenchSettings = {
   prep: { rounds: 1, iterations: 200 },
   mcp: { rounds: 1, iterations: 20 },
   mcpEndpoint: { rounds: 1, calls: 10, windowMs: 100, concurrency: 2 },
+  storePaths: { rounds: 1, batches: 10 },
   memory: { runs: 10_000 },
   profile: { warmupMs: 50, windowMs: 200, concurrency: 2 }
 }

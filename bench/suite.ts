@@ -16,6 +16,7 @@ import { type BenchResults, PLACEMENT } from './results.js'
 import { measureMakespan, measureSafety } from './scheduling.js'
 import { type BenchSettings, FULL, SMOKE, TARGETS, TOOLGATE_NODE_FLAGS } from './settings.js'
 import { sig } from './stats.js'
+import { measureStorePaths } from './store-paths.js'
 import { openBenchRedis } from './redis.js'
 import { TARGET_NAMES, type Targets, measureLatency, measureThroughput, warmUp } from './throughput.js'
 
@@ -85,6 +86,16 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
     const tg = all.at('toolgate', Math.max(...s.concurrency))
     const makespan = await measureMakespan(tg, direct, executor.url, s, log)
     const safety = await measureSafety(tg, executor.url, s, log)
+    // One connection each: a batch at a time, so the figures are the paths' own.
+    const onePath = (name: 'toolgate' | 'redis', url: string): Target => {
+      const t = serviceTarget(name, url, 1)
+      targets.push(t)
+      return t
+    }
+    const storePaths = await measureStorePaths([
+      { store: 'memory', target: onePath('toolgate', toolgate.url), service: toolgate },
+      ...(onStore === undefined ? [] : [{ store: 'redis' as const, target: onePath('redis', onStore.url), service: onStore }])
+    ], s.storePaths, log)
 
     for (const t of targets.splice(0)) await t.close()
     for (const c of children.splice(0)) await c.stop()
@@ -122,6 +133,7 @@ export async function runBench (opts: BenchOptions): Promise<BenchResults> {
       preparation: prep.map((c) => ({ ...c, toolgateUs: sig(c.toolgateUs), referenceUs: sig(c.referenceUs), ratio: sig(c.toolgateUs / c.referenceUs), target: TARGETS.prepUs })),
       mcp: { ...mcp, toolgateUs: sig(mcp.toolgateUs), executorUs: sig(mcp.executorUs), directUs: sig(mcp.directUs), ratio: sig(mcp.toolgateUs / mcp.directUs), executorRatio: sig(mcp.executorUs / mcp.directUs) },
       mcpEndpoint,
+      storePaths,
       memory: {
         runs: own.runs,
         method: 'RunService.create into a MemoryStore, in a fresh process (--expose-gc), no HTTP',

@@ -64,7 +64,9 @@ export function benchTools (executorUrl: string): ToolDefinition[] {
     execution: t.execution,
     ...(t.keyed ? { conflictKey: 'k:{/key}' } : {})
   }))
-  return [look, ...sleepers]
+  // s_write with its key held across the tenant's runs (the store-path rows, bench/store-paths.ts).
+  const tenantWrite: ToolDefinition = { ...sleepers.find((t) => t.name === 's_write')!, name: 's_write_tenant', description: 'Sleeps arguments.ms at the executor (s_write, its key tenant-scoped).', conflictScope: 'tenant' }
+  return [look, ...sleepers, tenantWrite]
 }
 
 /** One call of a sleeping batch. */

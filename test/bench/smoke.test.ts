@@ -11,6 +11,9 @@ import type { BenchResults } from '../../bench/results.js'
 import { REDIS_URL } from '../store/harness.js'
 import { runNode, scratchTree } from './scratch.js'
 
+// The whole bench at smoke counts, then a build comparison: over two minutes on a busy 2-core machine.
+t.setTimeout(300_000)
+
 /** Every number in the results, by path; settings are inputs, not figures. */
 function figures (value: unknown, path = ''): Array<[string, unknown]> {
   if (typeof value === 'number' || value === null) return [[path, value]]
@@ -48,12 +51,23 @@ t.test('the smoke bench runs every measure against its reference and produces ev
   t.same(e.errors, { direct: 0, proxy: 0, toolgate: 0 }, 'every MCP tools/call of the /mcp rows answered a result')
   t.ok(e.callsPerSec.direct > 0 && e.callsPerSec.proxy > 0 && e.callsPerSec.toolgate > 0, 'calls went through toolgate\'s /mcp, directly and through mcp-proxy')
 
+  const paths = results.storePaths.rows
+  t.same(paths.map((p) => [p.store, p.path, p.batchSize]), [['memory', 'write-ahead', 1], ['memory', 'write-ahead', 10], ['memory', 'tenant-key', 1],
+    ['redis', 'write-ahead', 1], ['redis', 'write-ahead', 10], ['redis', 'tenant-key', 1]], 'a write-ahead row per batch size and a tenant-key row, on each store')
+  for (const p of paths) {
+    t.ok(p.measuredFigures.batchesPerSec > 0 && p.referenceFigures.batchesPerSec > 0 && p.throughputRatio > 0, `${p.store}: ${p.measured} and ${p.reference} both answered`)
+    // Counts, not timings: the write-ahead record is one more round trip per epoch, a tenant key two (take, release);
+    // half a round trip of slack for a compare-and-set that met a renewal and ran again, on either side.
+    if (p.store === 'memory') t.equal(p.addedRoundTrips, 0, 'the memory store makes no round trips')
+    else t.ok(p.addedRoundTrips > (p.path === 'tenant-key' ? 1.5 : 0.5), `on Redis, ${p.measured} adds its round trips (${p.addedRoundTrips})`)
+  }
+
   // Not a timing: conflict keys keep same-key calls apart whatever the speed.
   t.equal(results.makespan.overlaps, 0, 'toolgate never overlapped same-key calls in the makespan batches')
   t.equal(results.safety.overlapsToolgate, 0, 'nor in safeParallel runs')
   t.ok(results.safety.keyedWritesParallel > 0, 'the all-parallel run sent keyed writes')
 
-  for (const heading of ['**Throughput**', '**Latency**', '**Scheduling**', '**Cost per call and per run**']) {
+  for (const heading of ['**Throughput**', '**Latency**', '**Store paths**', '**Scheduling**', '**Cost per call and per run**']) {
     t.ok(run.stdout.includes(heading), `the printed table has ${heading}`)
   }
   t.notMatch(run.stdout, /n\/a/, 'no figure is missing from the printed table')
