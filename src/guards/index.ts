@@ -8,6 +8,7 @@
 import type { Clock } from '../clock.js'
 import type { UncertainWrites } from '../uncertain/service.js'
 import { type ApprovalsDeps, approvalsGuard } from './approvals.js'
+import { arrivalsGuard } from './arrivals.js'
 import { limitsGuard } from './limits.js'
 import { loopsGuard } from './loops.js'
 import { retrySafetyGuard } from './retry-safety.js'
@@ -31,7 +32,9 @@ export function registerGuards (setup: GuardSetup): Guard[] {
     approvalsGuard(setup),
     // Before retry safety: the very call of a resent batch whose replica was lost is answered uncertain, not blocked as its own retry.
     writeAheadGuard(setup),
-    retrySafetyGuard(setup.uncertain, setup.clock)
+    retrySafetyGuard(setup.uncertain, setup.clock),
+    // Last: a retry of an uncertain write is answered as one; a write that waited behind it is blocked.
+    arrivalsGuard
   ]
 }
 

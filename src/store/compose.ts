@@ -1,7 +1,7 @@
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
-import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, Incarnation, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
+import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, Incarnation, RunCursor, RunPage, SharedCompletion, StoredReceipt, UpdateResult } from './records.js'
 import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
 import type { LeaseHolder, PendingWrite, RunIdentity } from './write-ahead.js'
 
@@ -42,8 +42,8 @@ export class ComposedStore implements Store {
   }
 
   endRun (runId: string, at: number): Promise<RunRecord | undefined> { return this.#runs.endRun(runId, at) }
-  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean> {
-    return this.#runs.completeBatch(runId, owner, record, incarnation)
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean> {
+    return this.#runs.completeBatch(runId, owner, record, incarnation, shared)
   }
 
   listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> { return this.#runs.listRuns(tenant, limit, after) }

@@ -142,6 +142,16 @@ export function isIncarnation (run: RunRecord, incarnation: Incarnation): boolea
   return run.createdAt === incarnation.createdAt && run.tenant === incarnation.tenant
 }
 
+/** A batch completed under a lease its run's batches share (`RunStateStore.completeBatch`). */
+export interface SharedCompletion {
+  /** The shared lease's id, as the run's `inFlight.batchId` holds it. */
+  leaseId: string
+  /** Whether this batch is the last under it: the lease is released with its answer. */
+  release: boolean
+  /** The operation ids of the batch's writes: their write-ahead records are answered. */
+  answeredWrites: readonly string[]
+}
+
 /** Whether the run's lease is this batch's, taken by this replica. */
 export function holds (run: RunRecord, owner: string, batchId: string): boolean {
   return run.inFlight !== null && run.inFlight.batchId === batchId && run.inFlight.owner === owner

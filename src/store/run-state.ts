@@ -1,5 +1,5 @@
 import type { RunRecord } from '../model/run.js'
-import type { BatchIdEntry, BatchRecord, Incarnation, RunCursor, RunPage, UpdateResult } from './records.js'
+import type { BatchIdEntry, BatchRecord, Incarnation, RunCursor, RunPage, SharedCompletion, UpdateResult } from './records.js'
 
 /**
  * Run records with their leases, batch ids and waiting batches: the state a
@@ -59,8 +59,15 @@ export interface RunStateStore {
    * With `incarnation`, the run the batch ran in: when the run held under
    * the id now is another incarnation (SPEC section 19), nothing is stored
    * or changed (the function is not run on that run's record); answers false.
+   *
+   * With `shared`, the batch ran under a lease several batches of the run
+   * share (the MCP calls of a run that arrive together): the lease checked
+   * is `shared.leaseId`'s, released only when `shared.release`; of the run's
+   * write-ahead records only the batch's own (`shared.answeredWrites`, its
+   * writes' operation ids) are answered, since the others' calls may still
+   * be running.
    */
-  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean>
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean>
   /**
    * A page of at most `limit` of the tenant's runs that are held (ended ones
    * included), most recently used first, after `after` when given. A run

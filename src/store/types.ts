@@ -15,7 +15,7 @@ export type { LeaseHolder, PendingWrite, RunIdentity, WriteAhead } from './write
 export type { KeyGrant, KeyHolder, KeyRequest, TenantKeys, TenantUncertainty } from './tenant-keys.js'
 export {
   type BatchEntry, type BatchIdEntry, type BatchRecord, type BatchSummary, type CancelListener, type CancelReason, type RunCursor, type RunPage,
-  type Incarnation, type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, batchEntry, holds, incarnationKey, isIncarnation, markEnded
+  type Incarnation, type SharedCompletion, type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, batchEntry, holds, incarnationKey, isIncarnation, markEnded
 } from './records.js'
 
 /** What a store part needs besides its contract: whether its backend can take work, and closing it. */
