@@ -208,7 +208,8 @@ export class OneCallTurns {
         if (calls.lease !== lease) continue
       }
       const schedule = calls.schedule
-      calls.lease = new SharedLease(`mcp_lease_${randomUUID()}`, runId, () => schedule.waitingToShare)
+      // The last answer keeps the lease when another call under it is in flight (waiting, or on its way in), besides its own.
+      calls.lease = new SharedLease(`mcp_lease_${randomUUID()}`, runId, () => schedule.sharing > 1)
       return calls.lease
     }
   }
@@ -218,7 +219,7 @@ export class OneCallTurns {
     const calls = this.#runs.get(runId)
     if (calls === undefined) return
     const lease = calls.lease
-    if (lease !== null && lease.taken && lease.inside === 0 && !calls.schedule.waitingToShare) {
+    if (lease !== null && lease.taken && lease.inside === 0 && calls.schedule.sharing === 0) {
       this.#deps.engine.releaseShared(lease).catch(() => {}).finally(() => this.#tidy(runId))
       return
     }

@@ -141,9 +141,14 @@ export class ArrivalSchedule {
     return this.#entries.length === 0
   }
 
-  /** Calls waiting that may start under a shared lease (not known yet, or known not to run alone). */
-  get waitingToShare (): boolean {
-    return this.#entries.some((e) => e.state === 'waiting' && e.cls?.alone !== true)
+  /**
+   * Calls in flight that run, or may run, under a lease the run's calls
+   * share: waiting or running, not known yet or known not to run alone.
+   */
+  get sharing (): number {
+    let n = 0
+    for (const e of this.#entries) if (e.cls?.alone !== true) n++
+    return n
   }
 
   /** Calls running now. */

@@ -41,7 +41,7 @@ export class ComposedStore implements Store {
     return this.#runs.updateRunWithBatchId(runId, batchId, fn)
   }
 
-  endRun (runId: string, at: number): Promise<RunRecord | undefined> { return this.#runs.endRun(runId, at) }
+  endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined> { return this.#runs.endRun(runId, at, end) }
   completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean> {
     return this.#runs.completeBatch(runId, owner, record, incarnation, shared)
   }

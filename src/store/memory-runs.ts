@@ -149,8 +149,8 @@ export class MemoryRunState implements RunStateStore {
     return { found: true, value }
   }
 
-  async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
-    const result = await this.updateRun(runId, (run) => markEnded(run, at))
+  async endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined> {
+    const result = await this.updateRun(runId, (run) => markEnded(run, at, end))
     this.answers.drop(runId)
     return result.found ? result.value : undefined
   }

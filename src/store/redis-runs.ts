@@ -103,8 +103,8 @@ export class RedisRunState implements RunStateStore {
     return this.#update(runId, (run) => fn(run, entry), { entry })
   }
 
-  async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
-    const result = await this.#update(runId, (run) => markEnded(run, at), { dropBatches: true })
+  async endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined> {
+    const result = await this.#update(runId, (run) => markEnded(run, at, end), { dropBatches: true })
     return result.found ? result.value : undefined
   }
 

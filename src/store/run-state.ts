@@ -35,12 +35,13 @@ export interface RunStateStore {
    */
   updateRunWithBatchId<T> (runId: string, batchId: string, fn: (run: RunRecord, entry: BatchIdEntry) => T): Promise<UpdateResult<T>>
   /**
-   * Ends the run (state `ended`) and frees its state: repeat streak, batch
-   * ids and batch records. The small record stays, answering `ended`, until
-   * it expires or is evicted; its receipts stay for the retention time.
-   * Undefined when absent.
+   * Ends the run (state `ended`) and frees its batch ids and batch records;
+   * `end` runs on the ended record in the same atomic step (the run-level
+   * rules free their slices of it: streaks, loop state). The small record
+   * stays, answering `ended`, until it expires or is evicted; its receipts
+   * stay for the retention time. Undefined when absent.
    */
-  endRun (runId: string, at: number): Promise<RunRecord | undefined>
+  endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined>
   /**
    * Stores a finished batch's answer and, in the same atomic step, releases
    * the run's lease, so a resend finds the lease or the answer, never

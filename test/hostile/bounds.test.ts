@@ -94,7 +94,7 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
       { key: KEYS.admin, tenant: 'ops', roles: ['admin'] }
     ]
   }))
-  const svc = await startReplica(t, buildToolgate(t), 'hostile', {
+  const svc = await startReplica(t, buildToolgate(), 'hostile', {
     TOOLGATE_TOOLS_FILE: join(dir, 'tools.json'),
     TOOLGATE_API_KEYS_FILE: join(dir, 'keys.json'),
     TOOLGATE_MAX_RUNS: '30',
