@@ -31,7 +31,7 @@ if (noRedis !== undefined) {
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
     writeFileSync(join(dir, 'tools.json'), JSON.stringify({ tools: [tool('act', ex.url, { action: {} })] }))
     writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: (['acme', 'delta'] as const).map((tenant) => ({ key: KEYS[tenant], tenant, roles: ['orchestrator'] })) }))
-    const svc = await startReplica(t, buildToolgate(t), 'incarnations', {
+    const svc = await startReplica(t, buildToolgate(), 'incarnations', {
       TOOLGATE_STORE: `${REDIS_URL}?prefix=${encodeURIComponent(prefix)}`,
       TOOLGATE_TOOLS_FILE: join(dir, 'tools.json'),
       TOOLGATE_API_KEYS_FILE: join(dir, 'keys.json'),
