@@ -24,7 +24,7 @@ import { valgrindTotal } from './instructions.js'
 import { integerOption } from './options.js'
 
 /** The registered guards, in registration order (src/guards/index.ts). */
-export const GUARDS = ['limits', 'loops', 'approvals', 'write_ahead', 'retry_safety', 'tenant_key'] as const
+export const GUARDS = ['limits', 'loops', 'approvals', 'write_ahead', 'retry_safety', 'tenant_key', 'arrivals'] as const
 
 export interface GuardCostOptions {
   sizes: number[]

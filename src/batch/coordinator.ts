@@ -18,7 +18,7 @@ import type { TimerHandle } from '../clock.js'
 import { EventRecorder } from '../events/recorder.js'
 import { canonicalText } from '../model/json.js'
 import { terminateByTimeout } from '../runs/deadline.js'
-import { type LeaseKeeper, releaseAfterFailure } from '../runs/lease.js'
+import { type LeaseKeeper, type SharedLease, releaseAfterFailure } from '../runs/lease.js'
 import type { RunRecord } from '../model/run.js'
 import { StopSwitch } from '../schedule/types.js'
 import { type BatchInfo, ObserverList } from '../telemetry/types.js'
@@ -48,6 +48,8 @@ export interface BatchIo {
   keyName?: string | undefined
   traceparent?: string | undefined
   tracestate?: string | undefined
+  /** The lease it shares with other batches of its run (MCP calls that arrive together), when it does. */
+  shared?: SharedLease | undefined
 }
 
 /**
@@ -79,9 +81,15 @@ export async function runBatch (deps: RunDeps, leases: LeaseKeeper, run: RunReco
   if (io.traceparent !== undefined) info.traceparent = io.traceparent
   if (io.tracestate !== undefined) info.tracestate = io.tracestate
   const observer = new ObserverList([recorder, deps.telemetry.observeBatch(info)])
-  const base = { deps, controller, batchId: state.batchId, recorder, observer, startedAt: t0, onEvent: io.onEvent }
+  const shared = io.shared
+  const base = { deps, controller, batchId: state.batchId, recorder, observer, startedAt: t0, onEvent: io.onEvent, shared }
   const rt: BatchRuntime = { ...base, view: guardView(state, base) }
-  leases.keep(run, rt)
+  // Under a shared lease, the keeper renews the shared lease (from the batch that took it) and stops every batch under it.
+  if (shared === undefined) leases.keep(run, rt)
+  else {
+    if (shared.started()) leases.keep(run, { controller: shared, batchId: shared.id })
+    shared.join(controller)
+  }
   const signal = io.signal
   const onClientGone = (): void => controller.abort('client_gone')
   signal?.addEventListener('abort', onClientGone, { once: true })
@@ -90,11 +98,17 @@ export async function runBatch (deps: RunDeps, leases: LeaseKeeper, run: RunReco
     return await runPhases(state, rt, ready)
   } catch (err) {
     observer.batchCompleted('error', performance.now() - t0)
-    await releaseAfterFailure(deps.store, state.runId, state.batchId, deps.logger)
+    // A shared lease is released by whoever schedules the batches under it, once none is left.
+    if (shared === undefined) await releaseAfterFailure(deps.store, state.runId, state.batchId, deps.logger)
     throw err
   } finally {
     signal?.removeEventListener('abort', onClientGone)
-    leases.release(state.runId)
+    if (shared === undefined) leases.release(state.runId)
+    else {
+      shared.leave(controller)
+      // Its answer released the shared lease: no longer renewed.
+      if (shared.closing !== null && leases.running(state.runId)?.batchId === shared.id) leases.release(state.runId)
+    }
   }
 }
 
@@ -155,11 +169,12 @@ function start (state: BatchState, rt: BatchRuntime, early: Ready | undefined): 
 }
 
 /** The batch as its guards see it, and their parts in it. */
-export function readyFor (deps: RunDeps, state: Pick<BatchState, 'runId' | 'tenant' | 'batchId' | 'turn' | 'identified' | 'scopes' | 'format' | 'calls' | 'approvals'>, prepared: Prepared): Ready {
+export function readyFor (deps: RunDeps, state: Pick<BatchState, 'runId' | 'tenant' | 'batchId' | 'leaseId' | 'blockedBy' | 'turn' | 'identified' | 'scopes' | 'format' | 'calls' | 'approvals'>, prepared: Prepared): Ready {
   const batch: GuardedBatch = {
     runId: state.runId,
     tenant: state.tenant,
     batchId: state.batchId,
+    leaseId: state.leaseId ?? state.batchId,
     turn: state.turn,
     requestHash: state.identified.requestHash,
     scopes: state.scopes,
@@ -167,7 +182,8 @@ export function readyFor (deps: RunDeps, state: Pick<BatchState, 'runId' | 'tena
     calls: state.calls,
     outcomes: prepared.outcomes,
     fingerprints: prepared.fingerprints,
-    decisions: state.approvals?.decisions
+    decisions: state.approvals?.decisions,
+    blockedBy: state.blockedBy
   }
   return { prepared, batch, guards: openGuards(deps.guards, batch) }
 }

@@ -17,6 +17,9 @@ import type { ToolLookup } from '../model/tool.js'
 import type { UncertainWrites } from '../uncertain/service.js'
 import type { TenantKeyGate } from '../conflicts/gate.js'
 import type { BatchEvent } from '../model/result.js'
+import type { SharedLease } from '../runs/lease.js'
+import type { IdentifiedCalls } from './identify-calls.js'
+import type { Ready } from './state.js'
 
 /** What the engine is built with, and hands every phase. */
 export interface EngineDeps {
@@ -86,6 +89,20 @@ export interface BatchRequest {
   /** The caller's W3C trace context, continued by the batch's spans. */
   traceparent?: string
   tracestate?: string
+  /** Scheduled by arrival behind a write that became uncertain: that write's call id (its writes are blocked, src/guards/arrivals.ts). */
+  blockedBy?: string
+  /** In this process only: the lease it shares with other batches of its run (MCP calls that arrive together), when it does. */
+  shared?: SharedLease
+  /** In this process only: its calls prepared before it was sent (`BatchEngine.prepareFirst`), to be scheduled. */
+  preparedFirst?: PreparedFirst
+}
+
+/** A batch's calls prepared before it is sent, for the run's tool list `tools`; `holds`: a guard may hold it (approvals). */
+export interface PreparedFirst {
+  identified: IdentifiedCalls
+  ready: Ready
+  tools: readonly string[] | null
+  holds: boolean
 }
 
 /** What `execute` answers: the response as JSON text, and what the request's log line says of the batch. */

@@ -3,7 +3,7 @@ import type { WaitingBatch } from '../model/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
 import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
-import { LeaseKeeper, leased, takeLease } from '../runs/lease.js'
+import { LeaseKeeper, type SharedLease, holdsLease, leased, releaseAfterFailure, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../model/run.js'
 import type { BatchIdEntry, TenantUncertainty } from '../store/types.js'
@@ -13,7 +13,7 @@ import { WAITING_OWNER } from '../model/waiting.js'
 import { registerGuards } from '../guards/index.js'
 import type { Guard } from '../guards/types.js'
 import { loadWaiting, readyFor, runBatch } from './coordinator.js'
-import type { BatchAnswer, BatchRequest, EngineDeps, RunDeps } from './engine-types.js'
+import type { BatchAnswer, BatchRequest, EngineDeps, PreparedFirst, RunDeps } from './engine-types.js'
 import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
 import { admitInto } from './phases/admit.js'
 import { mayHold } from './phases/hold.js'
@@ -91,15 +91,15 @@ export class BatchEngine {
   /** Runs a batch, or answers the stored response of one sent before: `body` is the response as JSON text. */
   async execute (req: BatchRequest, tookOver = false): Promise<BatchAnswer> {
     const { store } = this.#deps
-    const calls = identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
+    const first = req.preparedFirst ?? await this.prepareFirst(req, this.#allowedTools.get(req.runId) ?? null)
+    const calls = first?.identified ?? identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
     const { requestHash } = calls
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
-    // Prepared before the lease when it may be, so that admission goes in the lease's own step.
-    const allowed = this.#allowedTools.get(req.runId) ?? null
-    const prepared = preparableFirst(this.#deps, req.calls, this.#deps.tools) ? await prepareCalls(this.#deps, req, calls, allowed) : undefined
-    // Its guards opened before the lease too (the turn is the lease's step's: set once it is known).
-    const early: Ready | undefined = prepared === undefined ? undefined : readyFor(this.#deps, { ...req, turn: 0, identified: calls }, prepared)
-    const holds = early !== undefined && mayHold(early.guards, early.prepared.outcomes.length)
+    // Prepared before the lease when it may be, so that admission goes in the lease's own step; its guards opened then too.
+    const allowed = first?.tools ?? null
+    const early: Ready | undefined = first?.ready
+    if (early !== undefined) early.batch.leaseId = req.shared?.id ?? req.batchId
+    const holds = first?.holds ?? false
     let preparedFits = false
     let admitted: Admitted | undefined
     let tools: readonly string[] | null = null
@@ -139,6 +139,7 @@ export class BatchEngine {
       }
       case 'started': {
         const state = newBatchState(req, start.run, start.turn, calls)
+        if (req.shared !== undefined) state.leaseId = req.shared.id
         // The fast path: prepared before the lease, and admitted in its step unless it may be held; the batch starts after those phases.
         if (preparedFits && early !== undefined) {
           early.batch.turn = start.turn
@@ -153,6 +154,21 @@ export class BatchEngine {
         return await runBatch(this.#deps, this.#leases, start.run, state, req)
       }
     }
+  }
+
+  /**
+   * Prepares a batch's calls before it is sent, for a run whose tool list is
+   * `tools`, when they may be prepared before the run is read (see
+   * `preparableFirst`), and opens its guards (the turn is set once its
+   * starting step knows it). Undefined when they may not: the batch is
+   * prepared once it started.
+   */
+  async prepareFirst (req: BatchRequest, tools: readonly string[] | null): Promise<PreparedFirst | undefined> {
+    if (!preparableFirst(this.#deps, req.calls, this.#deps.tools)) return undefined
+    const identified = identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
+    const prepared = await prepareCalls(this.#deps, req, identified, tools)
+    const ready = readyFor(this.#deps, { ...req, turn: 0, identified, leaseId: req.shared?.id }, prepared)
+    return { identified, ready, tools, holds: mayHold(ready.guards, prepared.outcomes.length) }
   }
 
   /** Keeps the tool list of a run that has one, for preparing its next batch before its lease; most runs allow every tool and keep nothing. */
@@ -240,19 +256,42 @@ export class BatchEngine {
     return await runBatch(this.#deps, this.#leases, taken.run, loadWaiting(this.#deps, taken.run, taken.waiting), { onEvent })
   }
 
+  /**
+   * Releases a shared lease that no batch is under any more and that the
+   * last answer kept (calls were waiting to start under it, and did not).
+   */
+  async releaseShared (shared: SharedLease): Promise<void> {
+    if (!shared.taken || shared.inside > 0) return
+    const releasing = releaseAfterFailure(this.#deps.store, shared.runId, shared.id, this.#deps.logger)
+    shared.releasing(releasing)
+    await releasing
+    this.forgetShared(shared)
+  }
+
+  /** A shared lease was released (by its last answer, or `releaseShared`): it is no longer renewed. */
+  forgetShared (shared: SharedLease): void {
+    if (this.#leases.running(shared.runId)?.batchId === shared.id) this.#leases.release(shared.runId)
+  }
+
   /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
   #start (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Start {
     ownedRun(run, req.tenant, req.runId)
     const now = this.#deps.clock.now()
     const known = entry.requestHash
-    const busy = leased(run, now)
+    // A batch under a shared lease joins it where its run's lease is that one's, on this replica.
+    const shared = req.shared
+    const held = leased(run, now)
+    const joins = held && shared !== undefined && holdsLease(run, this.#deps.replicaId, shared.id)
+    const busy = held && !joins
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
       if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
       return busy && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay', run: identityOf(run) }
     }
+    // A shared lease of this process that lapsed under its batches: it is lost to them; the next call takes the run over under another.
+    if (shared !== undefined && run.inFlight?.batchId === shared.id && !held) return { kind: 'busy' }
     // A lapsed lease (not a waiting batch's): its replica died or stopped; what it was sending is found first.
-    if (!busy && run.inFlight !== null && run.inFlight.owner !== WAITING_OWNER && run.state === 'active') return { kind: 'lapsed', run: identityOf(run) }
+    if (!busy && !joins && run.inFlight !== null && run.inFlight.owner !== WAITING_OWNER && run.state === 'active') return { kind: 'lapsed', run: identityOf(run) }
     if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
     // A batch waiting for approvals holds the run, whatever its lease says (the sweep expires it).
     if (busy || run.waiting?.phase === 'awaiting') return { kind: 'busy' }
@@ -270,7 +309,7 @@ export class BatchEngine {
     // A batch taken up after approvals whose replica died, and never resent: this batch replaces it.
     if (run.waiting != null) run.waiting = null
     entry.requestHash = requestHash
-    takeLease(run, req.batchId, this.#deps, now)
+    takeLease(run, shared?.id ?? req.batchId, this.#deps, now)
     return { kind: 'started', run, turn: run.counters.turns }
   }
 }

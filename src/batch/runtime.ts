@@ -7,7 +7,8 @@
  */
 import type { EventRecorder } from '../events/recorder.js'
 import type { BatchGuard, GuardRuntime } from '../guards/types.js'
-import type { RunningBatch } from '../runs/lease.js'
+import type { RunningBatch, SharedLease } from '../runs/lease.js'
+import type { StopSwitch } from '../schedule/types.js'
 import type { ObserverList } from '../telemetry/types.js'
 import type { BatchState } from './state.js'
 import type { BatchEvent } from '../model/result.js'
@@ -15,6 +16,10 @@ import type { RunDeps } from './engine-types.js'
 
 /** A batch's life in this process: it is the lease keeper's running batch (its stop switch and id). */
 export interface BatchRuntime extends RunningBatch {
+  /** The batch's own stop switch (a shared lease stops it with the others under it). */
+  controller: StopSwitch
+  /** The lease the batch shares with other batches of its run, when it does (MCP calls that arrive together). */
+  shared: SharedLease | undefined
   deps: RunDeps
   /** The host's events, numbered; the answer holds them. */
   recorder: EventRecorder

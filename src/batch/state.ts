@@ -35,6 +35,10 @@ export interface BatchState {
   runId: string
   tenant: string
   batchId: string
+  /** The id its run's lease is held under: its own, or a lease it shares with other batches of the run (MCP calls that arrive together). */
+  leaseId?: string
+  /** Scheduled by arrival behind a write that became uncertain: that write's call id (src/guards/arrivals.ts). */
+  blockedBy?: string
   turn: number
   /** The run's options and creation time, as the step that started the batch read them. */
   options: RunOptions
@@ -107,6 +111,8 @@ export interface StateInput {
   format?: string | undefined
   incomplete?: boolean | undefined
   approvals?: RestoredApprovals | undefined
+  /** Scheduled by arrival behind a write that became uncertain: that write's call id. */
+  blockedBy?: string | undefined
 }
 
 /** A batch's state before its first phase, on `run` as the step that started it left the run. */
@@ -134,6 +140,7 @@ export function newBatchState (input: StateInput, run: RunRecord, turn: number, 
   if (input.format !== undefined) state.format = input.format
   if (input.incomplete !== undefined) state.incomplete = input.incomplete
   if (input.approvals !== undefined) state.approvals = input.approvals
+  if (input.blockedBy !== undefined) state.blockedBy = input.blockedBy
   return state
 }
 

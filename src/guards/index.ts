@@ -9,6 +9,7 @@
 import type { Clock } from '../clock.js'
 import type { UncertainWrites } from '../uncertain/service.js'
 import { type ApprovalsDeps, approvalsGuard } from './approvals.js'
+import { arrivalsGuard } from './arrivals.js'
 import { limitsGuard } from './limits.js'
 import { loopsGuard } from './loops.js'
 import { retrySafetyGuard } from './retry-safety.js'
@@ -35,7 +36,9 @@ export function registerGuards (setup: GuardSetup): Guard[] {
     writeAheadGuard(setup),
     retrySafetyGuard(setup.uncertain, setup.clock),
     // After write-ahead: a write whose record could not be stored never waits for its key.
-    tenantKeyGuard(setup)
+    tenantKeyGuard(setup),
+    // Last: a retry of an uncertain write is answered as one; a write that waited behind it is blocked.
+    arrivalsGuard
   ]
 }
 

@@ -52,6 +52,8 @@ export interface GuardedBatch {
   runId: string
   tenant: string
   batchId: string
+  /** The id the run's lease is held under while the batch runs: its own, or a lease it shares (MCP calls that arrive together). */
+  leaseId: string
   turn: number
   requestHash: string
   scopes: ReadonlySet<string>
@@ -61,6 +63,8 @@ export interface GuardedBatch {
   fingerprints: readonly string[]
   /** A batch taken up after it waited for approvals: the decision on each held call, by call index. */
   decisions?: ReadonlyArray<Decision | undefined> | undefined
+  /** A call that arrived alone and waited its turn behind a write that became uncertain: that write's call id (its writes are blocked). */
+  blockedBy?: string | undefined
 }
 
 /** Where a batch's admission started, kept in the run (`RunRecord.admitted`): each guard keeps its slice there. */

@@ -90,7 +90,7 @@ class WriteAheadGuard implements BatchGuard {
     if (writes.length === 0) return
     let recorded: boolean
     try {
-      recorded = await this.#deps.store.recordWrites(run, { owner: this.#deps.replicaId, batchId }, writes)
+      recorded = await this.#deps.store.recordWrites(run, { owner: this.#deps.replicaId, batchId: this.#batch.leaseId }, writes)
     } catch {
       for (const [k, i] of sent.entries()) this.#refused.set(i, { kind: 'refused', status: 'error', content: errorContent('store_unavailable', NOT_RECORDED_MESSAGE), details: { cause: 'store_unavailable', operationId: writes[k]!.operationId } })
       return

@@ -16,8 +16,12 @@ import { context } from '@opentelemetry/api'
 import { McpRequestSpans } from '../telemetry/mcp-spans.js'
 import { runEndedResult } from './results.js'
 import type { OneCallTurns, UserDecision } from './turns.js'
+import type { RunOptions } from '../model/run.js'
 
 /** The version toolgate reports as an MCP server. */
+
+/** The run's tools a session offers, and the run's options. */
+interface Offered { tools: Array<{ name: string, tool: Tool }>, options: RunOptions }
 const SERVER_INFO = { name: 'toolgate', version: '0.1.0' }
 
 /** Who opened the session, and on which run. */
@@ -89,19 +93,25 @@ export class McpSession {
       this.#logLevel = request.params.level
       return {}
     })
-    this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.#offered()).map(({ name, tool }) => describe(name, tool)) }))
+    this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.#offered()).tools.map(({ name, tool }) => describe(name, tool)) }))
     this.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const { name } = request.params
-      let offered: Array<{ name: string, tool: Tool }>
+      // Its place among the run's calls is taken as it arrives, before anything is awaited.
+      const arrival = deps.turns.arrive(owner.runId)
+      let offered: Offered
       try {
         offered = await this.#offered()
       } catch (err) {
+        deps.turns.withdraw(owner.runId, arrival)
         // The run is gone (ended and freed, or expired): every call says so.
         if (err instanceof ProblemError && err.code === 'run_not_found') return runEndedResult('', 'ended', undefined)
         throw err
       }
-      const match = offered.find((o) => o.name === name)
-      if (match === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`)
+      const match = offered.tools.find((o) => o.name === name)
+      if (match === undefined) {
+        deps.turns.withdraw(owner.runId, arrival)
+        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`)
+      }
       const progressToken = extra._meta?.progressToken
       // Progress only grows: the executor's comes after the waiting's, counted on from where it stopped.
       let progressCount = 0
@@ -119,6 +129,7 @@ export class McpSession {
         scopes: owner.scopes,
         keyName: owner.keyName,
         tool: match.tool.name,
+        options: offered.options,
         arguments: request.params.arguments ?? {},
         signal: extra.signal,
         progress: progressToken === undefined ? undefined : (message) => sendProgress(progressCount + 1, undefined, message),
@@ -141,7 +152,7 @@ export class McpSession {
         askUser: this.server.getClientCapabilities()?.elicitation === undefined
           ? undefined
           : (question, signal) => this.#ask(question, signal, extra.requestId)
-      })
+      }, arrival)
       // A call the client cancelled before it started: the SDK sends nothing for it.
       return result ?? { content: [], isError: true }
     })
@@ -203,10 +214,11 @@ export class McpSession {
     await this.transport.close()
   }
 
-  /** The run's tools as this session's key may see them, each under its model-safe name. */
-  async #offered (): Promise<Array<{ name: string, tool: Tool }>> {
+  /** The run's tools as this session's key may see them, each under its model-safe name, and the run's options. */
+  async #offered (): Promise<Offered> {
     const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
-    return offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes, (name) => this.#deps.tools.quarantined(name)).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
+    const tools = offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes, (name) => this.#deps.tools.quarantined(name)).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
+    return { tools, options: run.options }
   }
 
   /** Asks the client's user to approve a held call (elicitation); null when there is no usable answer. */

@@ -3,12 +3,15 @@
  * run through the same engine as a batch: preparation, approvals, loops,
  * retry safety, receipts, telemetry.
  *
- * Scheduling, for now: a run's MCP calls run one after another, in arrival
- * order, in this process; a batch of the batch route (or of another replica)
- * that holds the run makes them wait until it is answered. This is the
- * strictest schedule SPEC section 16 allows (no overlap at all), so it is
- * safe; letting eligible calls overlap is for the coordinator's single-call
- * entry.
+ * A run's calls arrive concurrently (clients send a model turn's calls at
+ * once), so they are scheduled together, by arrival (src/schedule/
+ * arrivals.ts): each is prepared first, then waits for its turn among the
+ * run's calls in flight in this process; calls that may overlap run side by
+ * side, each a batch of its own under one lease of the run they share
+ * (`SharedLease`), taken by the first and released with the last answer. A
+ * call a person may have to approve runs alone, under a lease of its own,
+ * as a batch does. A batch of the batch route (or the calls of another
+ * replica) that holds the run makes them wait until it is answered.
  */
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
@@ -16,6 +19,11 @@ import type { Decider } from '../model/waiting.js'
 import type { ApprovalService } from '../approvals/service.js'
 import { waitForAnswer } from '../approvals/waiters.js'
 import type { BatchEngine } from '../batch/engine.js'
+import type { BatchRequest, PreparedFirst } from '../batch/engine-types.js'
+import type { RunOptions } from '../model/run.js'
+import { SharedLease } from '../runs/lease.js'
+import { type Arrival, type ArrivalClass, ArrivalSchedule, type UncertainWrite } from '../schedule/arrivals.js'
+import { isEligibleToOverlap } from '../schedule/plan.js'
 import type { Clock } from '../clock.js'
 import type { ToolCallResult } from '../dispatch/executor.js'
 import type { CallRelay, CallRelays } from '../dispatch/relays.js'
@@ -39,6 +47,8 @@ export interface OneCall {
   keyName?: string | undefined
   /** The canonical tool name. */
   tool: string
+  /** The run's options, as the session read them for this call: its schedule and tool list. */
+  options: Pick<RunOptions, 'toolExecution' | 'maxConcurrentTools' | 'tools'>
   arguments: unknown
   /** Aborted by the client's `notifications/cancelled` or the session's end. */
   signal: AbortSignal
@@ -66,71 +76,166 @@ export interface TurnDeps {
   describe: (tool: string) => string
 }
 
-/** Runs MCP calls as one-call turns, one run's calls one at a time. */
+/** A run's calls in flight in this process: their schedule, and the lease they share. */
+interface RunCalls {
+  schedule: ArrivalSchedule
+  lease: SharedLease | null
+}
+
+/** Runs MCP calls as one-call turns, a run's calls scheduled together by arrival. */
 export class OneCallTurns {
   readonly #deps: TurnDeps
-  /** The last turn queued per run: the next one starts once it settles. */
-  readonly #tails = new Map<string, Promise<unknown>>()
+  /** By run id: the runs with calls in flight here. */
+  readonly #runs = new Map<string, RunCalls>()
 
   constructor (deps: TurnDeps) {
     this.#deps = deps
   }
 
-  /**
-   * Runs the call after the run's earlier MCP calls. Answers null when the
-   * client cancelled it before it started: nothing of it ran, and MCP sends
-   * no answer to a cancelled request.
-   */
-  run (call: OneCall): Promise<McpToolResult | null> {
-    const before = this.#tails.get(call.runId) ?? Promise.resolve()
-    const turn = before.then(() => call.signal.aborted ? null : this.#turn(call))
-    const tail = turn.catch(() => undefined)
-    this.#tails.set(call.runId, tail)
-    void tail.then(() => { if (this.#tails.get(call.runId) === tail) this.#tails.delete(call.runId) })
-    return turn
+  /** A call of the run arrived: its place in the run's order, taken now (before anything is awaited), given to `run`. */
+  arrive (runId: string): Arrival {
+    let calls = this.#runs.get(runId)
+    if (calls === undefined) this.#runs.set(runId, calls = { schedule: new ArrivalSchedule(), lease: null })
+    return calls.schedule.arrive()
   }
 
-  async #turn (call: OneCall): Promise<McpToolResult | null> {
+  /** A call that arrived and will not run (no such tool, the run is gone): it leaves the order. */
+  withdraw (runId: string, arrival: Arrival): void {
+    arrival.leave()
+    this.#tidy(runId)
+  }
+
+  /**
+   * Runs the call when its turn comes. Answers null when the client
+   * cancelled it before it started: nothing of it ran, and MCP sends no
+   * answer to a cancelled request.
+   */
+  async run (call: OneCall, arrival: Arrival): Promise<McpToolResult | null> {
     const callId = `mcp_${randomUUID()}`
     const batchId = `mcp_${randomUUID()}`
     // What the executor sends while the call runs reaches this caller, on whichever request of this process runs it.
     let raw: ToolCallResult | undefined
     const relayed = call.relay === undefined ? null : this.#deps.relays.register(call.runId, callId, { ...call.relay, result: (r) => { raw = r } })
+    let uncertain: UncertainWrite | null = null
     try {
-      return await this.#turnOf(call, callId, batchId, () => raw)
+      const req: BatchRequest = {
+        runId: call.runId,
+        tenant: call.tenant,
+        scopes: call.scopes,
+        ...(call.keyName === undefined ? {} : { keyName: call.keyName }),
+        batchId,
+        calls: [{ id: callId, name: call.tool, arguments: call.arguments ?? {} }],
+        signal: call.signal
+      }
+      const first = await this.#deps.engine.prepareFirst(req, call.options.tools)
+      arrival.describe(classOf(first, call.options))
+      const turn = await arrival.start(call.signal)
+      if (turn.kind === 'cancelled') return null
+      // A blocked call's guards are opened anew, knowing it is blocked (it is prepared again: a rare path).
+      if (turn.kind === 'blocked') req.blockedBy = turn.by
+      else if (first !== undefined) req.preparedFirst = first
+      const answer = turn.kind === 'go' && turn.alone ? await this.#alone(call, req) : await this.#shared(call, req)
+      if (answer.kind === 'ended') return answer.result
+      uncertain = uncertainOf(answer.body)
+      return toolResultOf(answer.body, raw)
     } finally {
+      arrival.settled(uncertain)
       relayed?.release()
+      this.#afterCall(call.runId)
     }
   }
 
-  async #turnOf (call: OneCall, callId: string, batchId: string, raw: () => ToolCallResult | undefined): Promise<McpToolResult | null> {
+  /** A call under the lease its run's calls share here (taken by the first, released with the last answer). */
+  async #shared (call: OneCall, req: BatchRequest): Promise<Answered> {
+    let wait = BUSY_RETRY_MS
+    for (;;) {
+      const lease = await this.#lease(call.runId)
+      lease.enter()
+      try {
+        const answered = await this.#deps.engine.execute({ ...req, shared: lease })
+        return { kind: 'answer', body: JSON.parse(answered.body) as TurnAnswer }
+      } catch (err) {
+        const ended = endedResult(err, req)
+        if (ended !== null) return ended
+        // Held by another batch (the batch route, another replica): wait for it. Held lapsed under this lease: the lease is lost.
+        if (lease.taken) lease.abort('lease_lost')
+        if (call.signal.aborted) return { kind: 'ended', result: null }
+        await this.#sleep(wait, call.signal)
+        if (call.signal.aborted) return { kind: 'ended', result: null }
+        wait = Math.min(wait * 2, BUSY_RETRY_CAP_MS)
+      } finally {
+        lease.exit()
+        if (lease.closing !== null) this.#deps.engine.forgetShared(lease)
+      }
+    }
+  }
+
+  /** A call that runs alone under a lease of its own (a person may have to approve it), once the shared lease is released. */
+  async #alone (call: OneCall, req: BatchRequest): Promise<Answered> {
+    const calls = this.#runs.get(call.runId)
+    const lease = calls?.lease
+    if (lease != null) {
+      await this.#deps.engine.releaseShared(lease)
+      await lease.closing
+    }
     let wait = BUSY_RETRY_MS
     for (;;) {
       try {
-        const answered = await this.#deps.engine.execute({
-          runId: call.runId,
-          tenant: call.tenant,
-          scopes: call.scopes,
-          ...(call.keyName === undefined ? {} : { keyName: call.keyName }),
-          batchId,
-          calls: [{ id: callId, name: call.tool, arguments: call.arguments ?? {} }],
-          signal: call.signal
-        })
-        const body = answered.status === 202 ? await this.#decided(call, batchId, callId, answered.body) : answered.body
-        if (body === null) return runEndedResult(callId, 'ended', undefined)
-        return toolResultOf(JSON.parse(body) as TurnAnswer, raw())
+        const answered = await this.#deps.engine.execute(req)
+        const body = answered.status === 202 ? await this.#decided(call, req.batchId, req.calls[0]!.id, answered.body) : answered.body
+        if (body === null) return { kind: 'ended', result: runEndedResult(req.calls[0]!.id, 'ended', undefined) }
+        return { kind: 'answer', body: JSON.parse(body) as TurnAnswer }
       } catch (err) {
-        if (!(err instanceof ProblemError)) throw err
-        if (err.code === 'run_not_active') return runEndedResult(callId, 'terminated', err.extra?.terminationReason as string | undefined)
-        if (err.code === 'run_not_found') return runEndedResult(callId, 'ended', undefined)
-        if (err.code !== 'run_busy') throw err
-        // Another batch holds the run (the batch route, or another replica): wait for it.
-        if (call.signal.aborted) return null
+        const ended = endedResult(err, req)
+        if (ended !== null) return ended
+        if (call.signal.aborted) return { kind: 'ended', result: null }
         await this.#sleep(wait, call.signal)
-        if (call.signal.aborted) return null
+        if (call.signal.aborted) return { kind: 'ended', result: null }
         wait = Math.min(wait * 2, BUSY_RETRY_CAP_MS)
       }
     }
+  }
+
+  /** The run's shared lease that takes calls now: the open one, or a new one once the last one's release has landed. */
+  async #lease (runId: string): Promise<SharedLease> {
+    for (;;) {
+      let calls = this.#runs.get(runId)
+      if (calls === undefined) this.#runs.set(runId, calls = { schedule: new ArrivalSchedule(), lease: null })
+      const lease = calls.lease
+      if (lease !== null && lease.open) return lease
+      if (lease?.closing != null) {
+        await lease.closing
+        if (calls.lease !== lease) continue
+      }
+      const schedule = calls.schedule
+      // The last answer keeps the lease when another call under it is in flight (waiting, or on its way in), besides its own.
+      calls.lease = new SharedLease(`mcp_lease_${randomUUID()}`, runId, () => schedule.sharing > 1)
+      return calls.lease
+    }
+  }
+
+  /** A call left: a lease no call is under and none waits for is released; a run with nothing in flight is forgotten. */
+  #afterCall (runId: string): void {
+    const calls = this.#runs.get(runId)
+    if (calls === undefined) return
+    const lease = calls.lease
+    if (lease !== null && lease.taken && lease.inside === 0 && calls.schedule.sharing === 0) {
+      this.#deps.engine.releaseShared(lease).catch(() => {}).finally(() => this.#tidy(runId))
+      return
+    }
+    this.#tidy(runId)
+  }
+
+  #tidy (runId: string): void {
+    const calls = this.#runs.get(runId)
+    if (calls === undefined || !calls.schedule.idle) return
+    const lease = calls.lease
+    if (lease === null || (!lease.taken && lease.inside === 0 && lease.closing === null)) {
+      this.#runs.delete(runId)
+      return
+    }
+    // Its release lands first: a call after it starts from a clean slate.
+    if (lease.closing !== null) void lease.closing.then(() => { if (this.#runs.get(runId) === calls && calls.schedule.idle) this.#runs.delete(runId) })
   }
 
   /**
@@ -194,4 +299,42 @@ export class OneCallTurns {
       signal.addEventListener('abort', onAbort, { once: true })
     })
   }
+}
+
+/** A call's batch answered, or a result the run's state gives (ended, terminated), or nothing (cancelled before it started). */
+type Answered =
+  | { kind: 'answer', body: TurnAnswer }
+  | { kind: 'ended', result: McpToolResult | null }
+
+/** The result of a call the engine refused because the run is no longer there or active; null for a busy run (it waits). */
+function endedResult (err: unknown, req: BatchRequest): Answered | null {
+  if (!(err instanceof ProblemError)) throw err
+  const callId = req.calls[0]!.id
+  if (err.code === 'run_not_active') return { kind: 'ended', result: runEndedResult(callId, 'terminated', err.extra?.terminationReason as string | undefined) }
+  if (err.code === 'run_not_found') return { kind: 'ended', result: runEndedResult(callId, 'ended', undefined) }
+  if (err.code !== 'run_busy') throw err
+  return null
+}
+
+/**
+ * Where a prepared call stands in its run's schedule: a call a guard may
+ * hold runs alone, as does one that could not be prepared before it was
+ * sent (its conflict key is not known yet); a call refused by preparation
+ * sends nothing and holds nothing up.
+ */
+function classOf (first: PreparedFirst | undefined, options: OneCall['options']): ArrivalClass {
+  const maxConcurrent = options.maxConcurrentTools
+  const o = first?.ready.prepared.outcomes[0]
+  if (first === undefined || o === undefined || first.holds) return { overlap: false, alone: true, readOnly: false, conflictKey: null, maxConcurrent }
+  if (!o.ok) return { overlap: true, alone: false, readOnly: true, conflictKey: null, maxConcurrent }
+  return { overlap: isEligibleToOverlap({ readOnly: o.tool.readOnly, execution: o.tool.execution }, options.toolExecution), alone: false, readOnly: o.tool.readOnly, conflictKey: o.conflictKey, maxConcurrent }
+}
+
+/** The write of a one-call answer whose outcome is unknown (it blocks the run's writes that wait behind it), if it is one. */
+function uncertainOf (answer: TurnAnswer): UncertainWrite | null {
+  const r = answer.results[0]
+  if (r === undefined) return null
+  const details = r.details as { receipt?: { status?: string }, conflictKey?: string }
+  if (r.status !== 'uncertain' && details.receipt?.status !== 'uncertain') return null
+  return { callId: r.callId, conflictKey: details.conflictKey ?? null }
 }

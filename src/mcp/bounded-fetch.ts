@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { parseJsonInSlices } from './sliced-json.js'
+import { readSseAnswer } from './sliced-sse.js'
 
 /**
  * A tools/call answer longer than toolgate reads (SPEC §18): the call is
@@ -33,8 +34,10 @@ export interface BoundedCall { abort (reason: Error): void }
  * stopped at once with ResponseTooLargeError, so that neither a whole
  * 100 MB answer nor an endless stream is read. The long-lived GET stream of
  * server notifications is not bounded as a whole. A tools/list page
- * answered as JSON is read, then parsed in slices when the SDK asks for it,
- * so that a list of 20,000 tools never holds the event loop (SPEC §19).
+ * answered as JSON is read, then parsed in slices when the SDK asks for it;
+ * one answered as an SSE stream is read up to its response, each event
+ * parsed in slices (sliced-sse.ts), and handed to the SDK as JSON: a list
+ * of 20,000 tools never holds the event loop (SPEC §19).
  */
 export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, BoundedCall>, base: FetchLike = fetch): FetchLike {
   return async (url, init) => {
@@ -56,25 +59,46 @@ export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, Boun
       }
     }))
     const init2 = { status: res.status, statusText: res.statusText, headers: res.headers }
-    if (!isToolsList(init.body) || mediaType(res.headers) !== 'application/json') return new Response(counted, init2)
+    const list = toolsListId(init.body)
+    const type = mediaType(res.headers)
+    if (list === NOT_LISTING || !res.ok || (type !== 'application/json' && type !== 'text/event-stream')) return new Response(counted, init2)
+    if (type === 'text/event-stream') {
+      // Read here up to the response, and handed to the SDK as a JSON answer of those messages, in their order
+      // (or, when the server ended the stream before its response, as the SSE it was, for the SDK to resume).
+      const read = await readSseAnswer(counted, list, slicedParse)
+      if ('sse' in read) return new Response(read.sse, init2)
+      const headers = new Headers(res.headers)
+      headers.set('content-type', 'application/json')
+      const page = new Response(null, { status: res.status, statusText: res.statusText, headers })
+      Object.defineProperty(page, 'json', { value: () => Promise.resolve(read.messages) })
+      return page
+    }
     const text = await new Response(counted).text()
     const page = new Response(text, init2)
-    Object.defineProperty(page, 'json', { value: () => parseJsonInSlices(text, async () => { await nextTurn() }, PARSE_SLICE_MS) })
+    Object.defineProperty(page, 'json', { value: () => slicedParse(text) })
     return page
   }
+}
+
+function slicedParse (text: string): Promise<unknown> {
+  return parseJsonInSlices(text, async () => { await nextTurn() }, PARSE_SLICE_MS)
 }
 
 function mediaType (headers: Headers): string {
   return (headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
 }
 
-/** Whether a request body is a tools/list request. */
-function isToolsList (body: unknown): boolean {
-  if (typeof body !== 'string' || !body.includes('"tools/list"')) return false
+/** What toolsListId answers for any other request. */
+const NOT_LISTING = Symbol('not a tools/list request')
+
+/** The id of a tools/list request body, or NOT_LISTING. */
+function toolsListId (body: unknown): unknown {
+  if (typeof body !== 'string' || !body.includes('"tools/list"')) return NOT_LISTING
   try {
-    return (JSON.parse(body) as { method?: unknown }).method === 'tools/list'
+    const msg = JSON.parse(body) as { method?: unknown, id?: unknown }
+    return msg.method === 'tools/list' && msg.id !== undefined ? msg.id : NOT_LISTING
   } catch {
-    return false
+    return NOT_LISTING
   }
 }
 

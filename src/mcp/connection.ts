@@ -11,10 +11,11 @@ import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
 import type { CallRelay } from '../dispatch/relays.js'
 import type { ElicitationAnswer, ElicitationQuestion } from '../approvals/elicitations.js'
-import { type BoundedCall, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
+import { type BoundedCall, MAX_OTHER_RESPONSE_BYTES, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { classifyCallError, describeFailure } from './classify.js'
 import type { OAuthTokens } from './oauth.js'
 import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, boundedProblems } from './import.js'
+import { SlicedStdioClientTransport } from './sliced-stdio.js'
 
 /** A server's state as the admin API shows it. */
 export type ServerState = 'connecting' | 'ready' | 'down'
@@ -112,6 +113,8 @@ export class McpConnection {
   #imported = false
   #closed = false
   #pid: number | null = null
+  /** The transport of the connection in use. */
+  #transportInUse: Transport | null = null
 
   constructor (definition: McpServerDefinition, settings: ImportSettings, hooks: ConnectionHooks, log: Logger, reconnect: ReconnectPolicy = DEFAULT_RECONNECT, options: ConnectionOptions = {}) {
     this.definition = definition
@@ -169,7 +172,7 @@ export class McpConnection {
       await this.#import(await this.#listAll(client))
     } catch (err) {
       // A lost connection is handled by onclose; the tools imported before stay.
-      this.#setError(`tools/list failed: ${describeFailure(err)}`)
+      this.#setError(`tools/list failed: ${overflowOf(this.#transportInUse) ?? describeFailure(err)}`)
     }
   }
 
@@ -309,8 +312,9 @@ export class McpConnection {
     })
     client.setRequestHandler(ElicitRequestSchema, async (request, extra) => await this.#elicit(request.params as Record<string, unknown>, extra.signal) as never)
     const setupOutput = new SetupOutput()
+    let transport: Transport | null = null
     try {
-      const transport = this.#transport()
+      transport = this.#transport()
       if (transport instanceof StdioClientTransport) setupOutput.watch(transport.stderr)
       await client.connect(transport, { timeout: this.#setupMs() })
       if (transport instanceof StdioClientTransport) this.#pid = transport.pid
@@ -321,7 +325,9 @@ export class McpConnection {
         return
       }
       this.#client = client
-      client.onclose = () => { this.#drop(client, 'the connection closed') }
+      this.#transportInUse = transport
+      const used = transport
+      client.onclose = () => { this.#drop(client, overflowOf(used) ?? 'the connection closed') }
       this.#failures = 0
       await this.#import(listed)
       this.#lastError = this.#importProblems
@@ -330,7 +336,7 @@ export class McpConnection {
     } catch (err) {
       await client.close().catch(() => {})
       if (this.#closed) return
-      this.#down(`connecting failed: ${describeFailure(err)}${await setupOutput.said()}`)
+      this.#down(`connecting failed: ${overflowOf(transport) ?? describeFailure(err)}${await setupOutput.said()}`)
     }
   }
 
@@ -422,14 +428,15 @@ export class McpConnection {
   #transport (): Transport {
     const def = this.definition
     if (def.transport === 'stdio') {
-      return new StdioClientTransport({
+      // Lines are bounded as Streamable HTTP answers are, and a long one (a tools/list of 20,000 tools) is parsed in slices.
+      return new SlicedStdioClientTransport({
         command: def.command,
         args: def.args ?? [],
         ...(def.env === undefined ? {} : { env: def.env }),
         ...(def.cwd === undefined ? {} : { cwd: def.cwd }),
         // Piped: what a server says on stderr while it starts tells why it failed to (SetupOutput).
         stderr: 'pipe'
-      })
+      }, Math.max(MAX_OTHER_RESPONSE_BYTES, this.#maxResponseBytes))
     }
     return new StreamableHTTPClientTransport(new URL(def.url), {
       // The bearer token goes under the bound: a 401 answered and retried with a new token is not read.
@@ -478,6 +485,11 @@ class SetupOutput {
     this.stop()
     return text === '' ? '' : `; its stderr: ${JSON.stringify(text)}`
   }
+}
+
+/** Why toolgate ended a stdio connection (a message over the limit), or null. */
+function overflowOf (transport: Transport | null): string | null {
+  return transport instanceof SlicedStdioClientTransport ? transport.overflow : null
 }
 
 /** What #send answers when the server no longer knows the session (HTTP 404): nothing was processed. */

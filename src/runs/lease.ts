@@ -10,7 +10,7 @@ import type { Logger } from 'pino'
 import type { Clock, TimerHandle } from '../clock.js'
 import type { RunRecord } from '../model/run.js'
 import type { StopSwitch } from '../schedule/types.js'
-import { type BatchRecord, type Incarnation, type Store, holds } from '../store/types.js'
+import { type BatchRecord, type Incarnation, type SharedCompletion, type Store, holds } from '../store/types.js'
 
 /** Who takes a lease, and for how long. */
 export interface LeaseTerms {
@@ -45,8 +45,8 @@ export function holdsLease (run: RunRecord, owner: string, batchId: string): boo
  * replica, whose answer then stands, or when the run held under the id is
  * a later incarnation than the batch's.
  */
-export function releaseWithAnswer (store: Store, runId: string, terms: LeaseTerms, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation: Incarnation): Promise<boolean> {
-  return store.completeBatch(runId, terms.replicaId, record, incarnation)
+export function releaseWithAnswer (store: Store, runId: string, terms: LeaseTerms, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation: Incarnation, shared?: SharedCompletion): Promise<boolean> {
+  return store.completeBatch(runId, terms.replicaId, record, incarnation, shared)
 }
 
 /** Releases the lease of a batch that failed (a bug must not leave its run leased forever); a store that cannot is logged and left to the lease's expiry. */
@@ -58,8 +58,123 @@ export async function releaseAfterFailure (store: Store, runId: string, batchId:
   })
 }
 
-/** A batch running in this process: its stop switch, and the batch whose lease it holds. */
-export interface RunningBatch { controller: StopSwitch, batchId: string }
+/** What the lease keeper stops: a batch's stop switch, or a shared lease's (every batch under it). */
+export type LeaseSwitch = Pick<StopSwitch, 'abort' | 'holdUntil'>
+
+/** A batch running in this process: its stop switch, and the batch whose lease it holds (a shared lease's id, for the batches under one). */
+export interface RunningBatch { controller: LeaseSwitch, batchId: string }
+
+/**
+ * A run's lease shared by several of its batches in this process: the MCP
+ * calls of one run, each a batch of one call, that arrive together and may
+ * run side by side (src/mcp-server/turns.ts schedules them). The first
+ * batch under it takes the run's lease under the shared lease's id, in its
+ * own starting step; the others join it in theirs; the last one's answer
+ * releases it (`completion`). To the lease keeper it is one running batch:
+ * a renewal that finds it lost, a cancel or the run's end stops every batch
+ * under it. A shared lease that was released or stopped takes no more
+ * batches (`open` is false): the next call starts another.
+ */
+export class SharedLease implements LeaseSwitch {
+  readonly id: string
+  readonly runId: string
+  /** The stop switches of the batches under it. */
+  readonly #members = new Set<StopSwitch>()
+  /** Batches between their starting step's request and their answer. */
+  #inside = 0
+  #validUntil = Infinity
+  #stopped = false
+  #reason: unknown = undefined
+  /** The run's lease is held under this id (a batch's starting step took it), as far as this process knows. */
+  #taken = false
+  /** Set when its last batch's answer releases it, until that update settles. */
+  #closing: Promise<unknown> | null = null
+  /** Whether more batches are about to start under it (calls waiting their turn): the last answer keeps the lease for them. */
+  readonly #expectMore: () => boolean
+
+  constructor (id: string, runId: string, expectMore: () => boolean) {
+    this.id = id
+    this.runId = runId
+    this.#expectMore = expectMore
+  }
+
+  /** Whether another batch may start under it. */
+  get open (): boolean {
+    return !this.#stopped && this.#closing === null
+  }
+
+  /** Settles once the update that released it has (null while it is held or was never taken). */
+  get closing (): Promise<unknown> | null {
+    return this.#closing
+  }
+
+  /** Whether the run's lease is held under it as far as this process knows. */
+  get taken (): boolean {
+    return this.#taken && this.#closing === null
+  }
+
+  /** Batches under it, from their starting step to their answer. */
+  get inside (): number {
+    return this.#inside
+  }
+
+  /** A batch is about to ask for the run under this lease (its starting step); `exit` once it has its answer. */
+  enter (): void {
+    this.#inside++
+  }
+
+  exit (): void {
+    this.#inside--
+  }
+
+  /** A batch's starting step took or joined the run's lease under this id; answers whether it took it (the keeper must renew it). */
+  started (): boolean {
+    const first = !this.#taken
+    this.#taken = true
+    return first
+  }
+
+  /** A batch under it runs with `controller`: stopped with the shared lease, held to its expiry. */
+  join (controller: StopSwitch): void {
+    if (this.#stopped) {
+      controller.abort(this.#reason)
+      return
+    }
+    if (this.#validUntil !== Infinity) controller.holdUntil(this.#validUntil)
+    this.#members.add(controller)
+  }
+
+  leave (controller: StopSwitch): void {
+    this.#members.delete(controller)
+  }
+
+  abort (reason: unknown): void {
+    if (this.#stopped) return
+    this.#stopped = true
+    this.#reason = reason
+    for (const m of this.#members) m.abort(reason)
+  }
+
+  holdUntil (at: number): void {
+    this.#validUntil = at
+    for (const m of this.#members) m.holdUntil(at)
+  }
+
+  /**
+   * How a batch under it completes, decided as its answer is stored: the
+   * last one in, with no call waiting to start under it, releases the lease
+   * with its answer; `released` is then told when that update settled.
+   */
+  completion (answeredWrites: readonly string[]): SharedCompletion {
+    const release = this.#closing === null && this.#inside <= 1 && !this.#expectMore()
+    return { leaseId: this.id, release, answeredWrites }
+  }
+
+  /** The answer that releases the lease is being stored: nothing more starts under it until `promise` settles. */
+  releasing (promise: Promise<unknown>): void {
+    this.#closing = promise
+  }
+}
 
 /** Leases are renewed every third of their length, but never more often than this. */
 const MIN_RENEWAL_MS = 100

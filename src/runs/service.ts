@@ -20,8 +20,8 @@ export interface RunServiceOptions {
   maxConcurrentTools: number
   /** The server's defaults of the loop limits (from the environment). */
   loopDefaults?: LoopLimits
-  /** Inside the run's atomic update: the run-level rules' slices start over after a user message (src/guards/ `resetGuards`); unset, none does. */
-  reset?: (run: RunRecord, cause: 'message') => void
+  /** Inside the run's atomic update: the run-level rules' slices start over after a user message, or are freed as the run ends (src/guards/ `resetGuards`); unset, none is. */
+  reset?: (run: RunRecord, cause: 'message' | 'end') => void
   /** A run this service found past its timeoutMs and terminated: counted and logged. */
   onTimedOut?: (runId: string) => void
   /** A run cancelled (or found timed out) while a batch of it waited for approvals: that batch is answered, every held and waiting call `cancelled` (src/approvals). */
@@ -94,7 +94,8 @@ export class RunService {
   async end (tenant: string, runId: string): Promise<RunView> {
     await this.get(tenant, runId)
     // Stored before it is published, as cancel does: the batch that hears it must find the run ended, never still active.
-    const run = await this.#options.store.endRun(runId, this.#clock.now())
+    const reset = this.#options.reset
+    const run = await this.#options.store.endRun(runId, this.#clock.now(), reset === undefined ? undefined : (r) => reset(r, 'end'))
     if (run === undefined) throw runNotFound(runId)
     await this.#options.store.publishCancel(runId, 'ended').catch((err: unknown) => this.#publishFailed(runId, err))
     return this.view(run)

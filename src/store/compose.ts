@@ -2,7 +2,7 @@ import type { Incarnation, RunIdentity } from '../model/incarnation.js'
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
-import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, StoredReceipt, UpdateResult } from './records.js'
+import type { BatchEntry, BatchIdEntry, BatchRecord, CancelListener, CancelReason, RunCursor, RunPage, SharedCompletion, StoredReceipt, UpdateResult } from './records.js'
 import type { KeyGrant, KeyRequest, Store, StoreParts, TenantUncertainty } from './types.js'
 import type { LeaseHolder, PendingWrite } from './write-ahead.js'
 
@@ -42,9 +42,9 @@ export class ComposedStore implements Store {
     return this.#runs.updateRunWithBatchId(runId, batchId, fn)
   }
 
-  endRun (runId: string, at: number): Promise<RunRecord | undefined> { return this.#runs.endRun(runId, at) }
-  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean> {
-    return this.#runs.completeBatch(runId, owner, record, incarnation)
+  endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined> { return this.#runs.endRun(runId, at, end) }
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean> {
+    return this.#runs.completeBatch(runId, owner, record, incarnation, shared)
   }
 
   listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> { return this.#runs.listRuns(tenant, limit, after) }

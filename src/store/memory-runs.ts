@@ -1,7 +1,7 @@
 import { type Incarnation, isIncarnation } from '../model/incarnation.js'
 import type { RunRecord } from '../model/run.js'
 import { MemoryBatchAnswers } from './memory-batches.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the memory run state. */
@@ -36,7 +36,7 @@ export class MemoryRunState implements RunStateStore {
   readonly #opts: MemoryRunOptions
   readonly #gone: RunGoneListener[] = []
   readonly #created: Array<(runId: string) => void> = []
-  readonly #completed: Array<(run: RunRecord) => void> = []
+  readonly #completed: Array<(run: RunRecord, answeredWrites: readonly string[] | null) => void> = []
   /** How many runs each tenant holds (expired ones not swept yet included). */
   readonly #perTenant = new Map<string, number>()
   /** How many runs of each tenant hold a waiting batch. */
@@ -58,8 +58,8 @@ export class MemoryRunState implements RunStateStore {
     this.#created.push(listener)
   }
 
-  /** Adds a listener told of each batch answer stored, in the same step (the run's write-ahead records are answered by it). */
-  onCompleted (listener: (run: RunRecord) => void): void {
+  /** Adds a listener told of each batch answer stored, in the same step (the run's write-ahead records are answered by it: all, or those named when the lease is shared). */
+  onCompleted (listener: (run: RunRecord, answeredWrites: readonly string[] | null) => void): void {
     this.#completed.push(listener)
   }
 
@@ -102,21 +102,22 @@ export class MemoryRunState implements RunStateStore {
     })
   }
 
-  async completeBatch (runId: string, owner: string, answer: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean> {
+  async completeBatch (runId: string, owner: string, answer: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean> {
     let record: BatchRecord | undefined
     const held = this.#runs.get(runId)
     if (held !== undefined && incarnation !== undefined && !isIncarnation(held, incarnation)) return false
     let completed: RunRecord | undefined
     const done = this.#update(runId, (run) => {
       record = typeof answer === 'function' ? answer(run) : answer
-      const held = holds(run, owner, record.batchId)
-      if (held) run.inFlight = null
+      const held = holds(run, owner, shared?.leaseId ?? record.batchId)
+      if (held && (shared === undefined || shared.release)) run.inFlight = null
       completed = run
       return held
     })
     if (!done.found || !done.value || record === undefined) return false
     this.answers.store(runId, record)
-    for (const listener of this.#completed) listener(completed!)
+    const answered = shared === undefined || shared.release ? null : shared.answeredWrites
+    for (const listener of this.#completed) listener(completed!, answered)
     return true
   }
 
@@ -149,8 +150,8 @@ export class MemoryRunState implements RunStateStore {
     return { found: true, value }
   }
 
-  async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
-    const result = await this.updateRun(runId, (run) => markEnded(run, at))
+  async endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined> {
+    const result = await this.updateRun(runId, (run) => markEnded(run, at, end))
     this.answers.drop(runId)
     return result.found ? result.value : undefined
   }

@@ -56,6 +56,14 @@ export class MemoryWriteAhead implements WriteAhead {
     return made?.map((u) => ({ ...u }))
   }
 
+  /** A batch that shared its run's lease stored its answer: its own writes are answered, the others' calls may still run. */
+  answer (run: RunRecord, operationIds: readonly string[]): void {
+    const entry = this.#records.get(run.runId)
+    if (entry === undefined || !isIncarnation(run, entry.run)) return
+    for (const id of operationIds) entry.writes.delete(id)
+    if (entry.writes.size === 0) this.#records.delete(run.runId)
+  }
+
   /** A batch's answer was stored: every write of its run is answered. Its run left: its records go too. */
   drop (run: RunRecord): void {
     const entry = this.#records.get(run.runId)

@@ -81,7 +81,7 @@ export class MemoryStore extends ComposedStore {
       keys.forgetRun(run.tenant, run.runId)
       receipts.orphan(run.runId, at)
     })
-    runs.onCompleted((run) => writes.drop(run))
+    runs.onCompleted((run, answered) => { if (answered === null) writes.drop(run); else writes.answer(run, answered) })
     runs.onCreated((runId) => receipts.restart(runId))
     super({
       runs,

@@ -5,7 +5,6 @@
  */
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
-import { resetRepeats } from '../repeat/tracker.js'
 import { WAITING_OWNER } from '../model/waiting.js'
 
 /** The stored answer of a finished batch, replayed on resubmission. */
@@ -124,21 +123,36 @@ function summarizeAnswer (responseJson: string): BatchSummary {
   return { turn: answer.turn ?? 0, calls: results.length, statuses }
 }
 
+/** A batch completed under a lease its run's batches share (`RunStateStore.completeBatch`). */
+export interface SharedCompletion {
+  /** The shared lease's id, as the run's `inFlight.batchId` holds it. */
+  leaseId: string
+  /** Whether this batch is the last under it: the lease is released with its answer. */
+  release: boolean
+  /** The operation ids of the batch's writes: their write-ahead records are answered. */
+  answeredWrites: readonly string[]
+}
+
 /** Whether the run's lease is this batch's, taken by this replica. */
 export function holds (run: RunRecord, owner: string, batchId: string): boolean {
   return run.inFlight !== null && run.inFlight.batchId === batchId && run.inFlight.owner === owner
 }
 
-/** What ending a run does to its record, in every store: state `ended`, streaks freed (each store frees the batch ids and records). */
-export function markEnded (run: RunRecord, at: number): RunRecord {
+/**
+ * What ending a run does to its record, in every store: state `ended`, its
+ * last use now; the lease of a batch waiting for approvals goes with the
+ * run's batches (no replica holds it), and so does the waiting batch. Each
+ * run-level rule frees its own slice of the record in `end` (the guards'
+ * reset, src/guards/), in the same atomic step; each store frees the batch
+ * ids and records.
+ */
+export function markEnded (run: RunRecord, at: number, end?: (run: RunRecord) => void): RunRecord {
   run.state = 'ended'
   run.terminationReason = 'ended'
-  run.repeat = resetRepeats()
-  delete run.loops
   run.admitted = null
-  // A batch waiting for approvals goes with the run's other batches; no replica holds its lease.
   if (run.waiting != null) run.waiting = null
   if (run.inFlight?.owner === WAITING_OWNER) run.inFlight = null
   run.lastActiveAt = at
+  end?.(run)
   return run
 }

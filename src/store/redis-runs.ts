@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the Redis run state. */
@@ -42,6 +42,8 @@ interface UpdateExtras {
   record?: BatchRecord
   /** Drops the run's batch ids and batch records (endRun). */
   dropBatches?: boolean
+  /** With `record`, under a shared lease: the write-ahead records it answers (null or absent: every one of the run). */
+  answeredWrites?: readonly string[] | null
 }
 
 /**
@@ -102,22 +104,22 @@ export class RedisRunState implements RunStateStore {
     return this.#update(runId, (run) => fn(run, entry), { entry })
   }
 
-  async endRun (runId: string, at: number): Promise<RunRecord | undefined> {
-    const result = await this.#update(runId, (run) => markEnded(run, at), { dropBatches: true })
+  async endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined> {
+    const result = await this.#update(runId, (run) => markEnded(run, at, end), { dropBatches: true })
     return result.found ? result.value : undefined
   }
 
-  async completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean> {
+  async completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean> {
     // #write reads extras.record after fn, on every attempt: the answer goes with the release, or not at all.
-    const extras: UpdateExtras = {}
+    const extras: UpdateExtras = { answeredWrites: shared === undefined || shared.release ? null : shared.answeredWrites }
     const done = await this.#update(runId, (run) => {
       if (incarnation !== undefined && !isIncarnation(run, incarnation)) {
         extras.record = undefined
         return false
       }
       const answer = typeof record === 'function' ? record(run) : record
-      const held = holds(run, owner, answer.batchId)
-      if (held) run.inFlight = null
+      const held = holds(run, owner, shared?.leaseId ?? answer.batchId)
+      if (held && (shared === undefined || shared.release)) run.inFlight = null
       extras.record = held ? answer : undefined
       return held
     }, extras)
@@ -285,7 +287,8 @@ export class RedisRunState implements RunStateStore {
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
         recorded?.batchId ?? '', recorded?.requestHash ?? '',
         run.waiting != null ? String(run.waiting.expiresAt) : wasWaiting ? '-' : '',
-        next, extras.entry?.batchId ?? '', hash ?? '', this.#opts.maxWaitingPerTenant, conn.key('run', '')])
+        next, extras.entry?.batchId ?? '', hash ?? '', this.#opts.maxWaitingPerTenant, conn.key('run', ''),
+        extras.answeredWrites == null ? '' : extras.answeredWrites.length === 0 ? '-' : extras.answeredWrites.join(',')])
     if (answer === 1) return { kind: 'ok', json }
     if (answer === 0) return { kind: 'gone' }
     if (answer === -3) return { kind: 'quota' }

@@ -105,8 +105,10 @@ return 1
  * neither the record read nor the one written holds a waiting batch), the
  * version to write (unique: see RedisStore), and a batch id whose entry the
  * writer assumed with the hash it assumed ('' when absent), the most runs of
- * the tenant with a waiting batch (0: no bound), and the prefix of run keys.
- * The version covers
+ * the tenant with a waiting batch (0: no bound), the prefix of run keys, and
+ * which write-ahead records a stored batch record answers ('' every one of
+ * the run, '-' none, else comma-separated operation ids: a batch that shared
+ * its run's lease answers only its own). The version covers
  * the batch ids read with it: a batch id is recorded only in a write that
  * changes the version; an entry that was assumed, not read, is checked here.
  * Answers 1 when written, 0 when the run is gone, -3 when the write would
@@ -140,7 +142,12 @@ redis.call('HSET', KEYS[1], 'v', ARGV[17], 'r', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 if ARGV[12] ~= '' then
   redis.call('HSET', KEYS[2], ARGV[12], ARGV[13])
-  redis.call('DEL', KEYS[11])
+  local answered = ARGV[22] or ''
+  if answered == '' then
+    redis.call('DEL', KEYS[11])
+  elseif answered ~= '-' then
+    for op in string.gmatch(answered, '[^,]+') do redis.call('HDEL', KEYS[11], op) end
+  end
 end
 if ARGV[14] ~= '' then redis.call('HSET', KEYS[3], ARGV[14], ARGV[15]) end
 if ARGV[10] == '1' then

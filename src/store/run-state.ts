@@ -1,6 +1,6 @@
 import type { Incarnation } from '../model/incarnation.js'
 import type { RunRecord } from '../model/run.js'
-import type { BatchIdEntry, BatchRecord, RunCursor, RunPage, UpdateResult } from './records.js'
+import type { BatchIdEntry, BatchRecord, RunCursor, RunPage, SharedCompletion, UpdateResult } from './records.js'
 
 /**
  * Run records with their leases, batch ids and waiting batches: the state a
@@ -36,12 +36,13 @@ export interface RunStateStore {
    */
   updateRunWithBatchId<T> (runId: string, batchId: string, fn: (run: RunRecord, entry: BatchIdEntry) => T): Promise<UpdateResult<T>>
   /**
-   * Ends the run (state `ended`) and frees its state: repeat streak, batch
-   * ids and batch records. The small record stays, answering `ended`, until
-   * it expires or is evicted; its receipts stay for the retention time.
-   * Undefined when absent.
+   * Ends the run (state `ended`) and frees its batch ids and batch records;
+   * `end` runs on the ended record in the same atomic step (the run-level
+   * rules free their slices of it: streaks, loop state). The small record
+   * stays, answering `ended`, until it expires or is evicted; its receipts
+   * stay for the retention time. Undefined when absent.
    */
-  endRun (runId: string, at: number): Promise<RunRecord | undefined>
+  endRun (runId: string, at: number, end?: (run: RunRecord) => void): Promise<RunRecord | undefined>
   /**
    * Stores a finished batch's answer and, in the same atomic step, releases
    * the run's lease, so a resend finds the lease or the answer, never
@@ -60,8 +61,15 @@ export interface RunStateStore {
    * With `incarnation`, the run the batch ran in: when the run held under
    * the id now is another incarnation (SPEC section 19), nothing is stored
    * or changed (the function is not run on that run's record); answers false.
+   *
+   * With `shared`, the batch ran under a lease several batches of the run
+   * share (the MCP calls of a run that arrive together): the lease checked
+   * is `shared.leaseId`'s, released only when `shared.release`; of the run's
+   * write-ahead records only the batch's own (`shared.answeredWrites`, its
+   * writes' operation ids) are answered, since the others' calls may still
+   * be running.
    */
-  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation): Promise<boolean>
+  completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean>
   /**
    * A page of at most `limit` of the tenant's runs that are held (ended ones
    * included), most recently used first, after `after` when given. A run

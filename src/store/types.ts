@@ -16,7 +16,7 @@ export { type Incarnation, type RunIdentity, incarnationKey, isIncarnation } fro
 export type { KeyGrant, KeyHolder, KeyRequest, TenantKeys, TenantUncertainty } from './tenant-keys.js'
 export {
   type BatchEntry, type BatchIdEntry, type BatchRecord, type BatchSummary, type CancelListener, type CancelReason, type RunCursor, type RunPage,
-  type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, batchEntry, holds, markEnded
+  type SharedCompletion, type StoredReceipt, type UpdateResult, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, batchEntry, holds, markEnded
 } from './records.js'
 
 /** What a store part needs besides its contract: whether its backend can take work, and closing it. */

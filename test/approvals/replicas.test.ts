@@ -30,7 +30,7 @@ async function replicas (): Promise<void> {
     tools: [tool('look', ex.url, { readOnly: true }), tool('mail', ex.url, { requiresApproval: true }), tool('pay', ex.url, { requiresApproval: true, action: {} })]
   }))
   t.teardown(() => rmSync(toolsFile, { force: true }))
-  const server = buildToolgate(t)
+  const server = buildToolgate()
   const env = { TOOLGATE_STORE: `${REDIS_URL}?prefix=${encodeURIComponent(prefix)}`, TOOLGATE_TOOLS_FILE: toolsFile, TOOLGATE_LEASE_MS: '2000' }
   const [a, b] = await Promise.all([startReplica(t, server, 'A', env), startReplica(t, server, 'B', env)])
   const sent = (runId: string): string[] => ex.calls.filter((c) => c.runId === runId).map((c) => c.callId).sort()

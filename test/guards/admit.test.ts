@@ -46,7 +46,7 @@ function admit (repeat: RepeatState, soFar: number, lim: RunLimits, calls: reado
     admitted: null
   } as unknown as RunRecord
   const outcomes = calls.map((c, index) => ({ ok: true, index, id: `c${index}`, requestedName: 't', tool: { name: 't', trackExactRepeats: c.tracked }, arguments: {}, conflictKey: null })) as unknown as PreparationOutcome[]
-  const batch: GuardedBatch = { runId: 'r', tenant: 't', batchId: 'b', turn: 1, requestHash: 'h', scopes: new Set(), calls: [], outcomes, fingerprints: calls.map((c) => c.fingerprint) }
+  const batch: GuardedBatch = { runId: 'r', tenant: 't', batchId: 'b', leaseId: 'b', turn: 1, requestHash: 'h', scopes: new Set(), calls: [], outcomes, fingerprints: calls.map((c) => c.fingerprint) }
   const guards = [limitsGuard, loopsGuard].map((g) => g.open(batch))
   const a = admitThrough(guards, run, batch)
   const reported = new Map<string, { action: string, count: number }>()

@@ -16,8 +16,9 @@
  * (./stall-probe.mjs), the loop busy whatever the machine does, is
  * asserted under the SPEC's 100 ms beside.
  *
- * The cases of MCP servers (tool caps, refresh rates, answer sizes) are in
- * test/mcp.
+ * A hostile MCP server is replayed here as one case; the cases of each MCP
+ * bound on its own (each transport's listing, tool caps, refresh rates,
+ * answer sizes) are in test/mcp/bounds.test.ts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { setPriority, tmpdir } from 'node:os'
@@ -29,6 +30,8 @@ import { buildToolgate, startReplica, type Replica } from '../replicas/processes
 import { REDOS_CASES } from './redos-cases.js'
 import { STALL_BOUND_MS, TEST_STALL_BOUND_MS, startReference } from './loop-reference.js'
 import { branchingRefs, manyProperties } from '../tools/costly-schemas.js'
+import { startScriptedProcess } from '../mcp/scripted-process.js'
+import { type Answer, callAs } from './call-as.js'
 
 const CANARY = 'canary-secret-of-acme-4471'
 const KEYS = {
@@ -40,20 +43,11 @@ const KEYS = {
 } as const
 type Who = keyof typeof KEYS
 
-interface Answer { status: number, body: any }
-
 /** Every answer the service gave, for the closing count of 5xx. */
 const statuses: number[] = []
 
-async function call (svc: Replica, who: Who, method: string, path: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(svc.url + path, {
-    method,
-    headers: { authorization: `Bearer ${KEYS[who]}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  statuses.push(res.status)
-  const text = await res.text()
-  return { status: res.status, body: text === '' ? undefined : JSON.parse(text) }
+function call (svc: Replica, who: Who, method: string, path: string, body?: unknown): Promise<Answer> {
+  return callAs(svc, KEYS[who], statuses, method, path, body)
 }
 
 /** Loop-delay figures of the service since the last reading, each source starting over once read; `referenceMs` the idle reference's max. */
@@ -100,7 +94,7 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
       { key: KEYS.admin, tenant: 'ops', roles: ['admin'] }
     ]
   }))
-  const svc = await startReplica(t, buildToolgate(t), 'hostile', {
+  const svc = await startReplica(t, buildToolgate(), 'hostile', {
     TOOLGATE_TOOLS_FILE: join(dir, 'tools.json'),
     TOOLGATE_API_KEYS_FILE: join(dir, 'keys.json'),
     TOOLGATE_MAX_RUNS: '30',
@@ -214,7 +208,44 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
     for (const r of res.body.results) t.equal(r.details.reason, 'invalid_arguments')
   })
 
-  await t.test("one tenant's waiting batches and runs hit its quotas, never the other tenants", async (t) => {
+  // The red team's storm: 3,000 tools and list_changed without end (the 20,000-tool listing of each transport is in test/mcp/bounds.test.ts).
+  await measured('a hostile MCP server (3,000 tools, a costly schema, a storm of list_changed, a 100 MB answer) is bounded', async (t) => {
+    const server = await startScriptedProcess(3000, ['costly'])
+    t.teardown(() => server.close())
+    const view = async (): Promise<{ state: string, tools: string[], lastError: string | null }> => (await call(svc, 'admin', 'GET', '/v1/mcp-servers/big')).body
+    /** Polls the server's view until `done` (at most about a minute, on a loaded machine). */
+    const until = async (done: (v: Awaited<ReturnType<typeof view>>) => boolean): Promise<Awaited<ReturnType<typeof view>>> => {
+      let v = await view()
+      for (let i = 0; i < 600 && !done(v); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        v = await view()
+      }
+      return v
+    }
+    const put = await call(svc, 'admin', 'PUT', '/v1/mcp-servers/big', { transport: 'streamableHttp', url: server.url, trust: 'trusted' })
+    t.ok(put.status === 200 || put.status === 201, `registered (${put.status})`)
+    const listed = await until((v) => v.state === 'ready' && v.tools.length > 0)
+    t.equal(listed.tools.length, 999, 'of the first TOOLGATE_MCP_MAX_TOOLS listed, all but the costly one imported')
+    t.match(listed.lastError, /costly: .*over the limit/, 'the costly schema is not imported, and why is told')
+    t.match(listed.lastError, /more tools over the limit of 1000/)
+    t.notOk(listed.tools.includes('big_costly'))
+
+    // 200 notices at once: one listing (at most one per 5 s), and the change it brings is imported.
+    server.signal('SIGUSR2')
+    const changed = await until((v) => v.tools.includes('big_added'))
+    t.ok(changed.tools.includes('big_added'), 'the listing deferred by the storm ran')
+    t.equal(changed.tools.length, 999)
+
+    t.equal((await call(svc, 'beta', 'POST', '/v1/runs', { runId: 'mcp' })).status, 201)
+    const batch = await call(svc, 'beta', 'POST', '/v1/runs/mcp/batches', { calls: [{ id: 'h', name: 'big_huge', arguments: {} }, { id: 's', name: 'big_small', arguments: {} }] })
+    t.equal(batch.status, 200)
+    t.equal(batch.body.results[0].status, 'error')
+    t.equal(batch.body.results[0].details.cause, 'response_too_large', 'the 100 MB answer is cut')
+    t.equal(batch.body.results[1].status, 'ok', 'the read beside it is answered')
+    t.equal((await call(svc, 'admin', 'DELETE', '/v1/mcp-servers/big')).status, 204)
+  })
+
+  await measured("one tenant's waiting batches and runs hit its quotas, never the other tenants", async (t) => {
     for (let i = 0; i < 5; i++) {
       t.equal((await call(svc, 'acme', 'POST', '/v1/runs', { runId: `wait${i}` })).status, 201)
       t.equal((await call(svc, 'acme', 'POST', `/v1/runs/wait${i}/batches`, { calls: [{ id: 'm', name: 'mail', arguments: { to: CANARY } }] })).status, 202)

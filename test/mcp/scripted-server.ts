@@ -14,6 +14,8 @@ export interface ScriptedServer {
   tools: unknown[]
   /** How each tools/call is answered: a result, or `stream` to send `bytes` of text result. */
   answer: (name: string, args: unknown) => { result: unknown } | { stream: number } | { error: { code: number, message: string } }
+  /** Whether tools/list is answered as an SSE stream (one `message` event, then the stream ends) instead of JSON. */
+  listAsSse: boolean
   /** tools/list requests received. */
   readonly lists: number
   /** tools/call requests received, by tool name. */
@@ -41,6 +43,7 @@ export async function startScriptedServer (tools: unknown[] = []): Promise<Scrip
     url: '',
     tools,
     answer: (name) => ({ result: { content: [{ type: 'text', text: name }] } }),
+    listAsSse: false,
     get lists () { return lists },
     get calls () { return calls },
     get sessions () { return sessions },
@@ -95,7 +98,9 @@ export async function startScriptedServer (tools: unknown[] = []): Promise<Scrip
       lists++
       // The list is written as prepared text, so that this in-process server's own work is not counted as the client's.
       const tools = listText(state.tools)
-      res.writeHead(200, { 'content-type': 'application/json' }).end(`{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"tools":${tools}}}`)
+      const answer = `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"tools":${tools}}}`
+      if (state.listAsSse) res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`event: message\ndata: ${answer}\n\n`)
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(answer)
       return
     }
     if (msg.method === 'tools/call') {

@@ -1,43 +1,16 @@
 /**
- * Real toolgate processes for the replica tests: the sources are transpiled
- * once (no type check, about a second) into a temporary directory that links
- * the project's node_modules, then each replica is `node src/server.js` there.
+ * Real toolgate processes for the replica tests: each replica is
+ * `node src/server.js` of the service's test build (../server/build.ts: the
+ * sources transpiled once per content, shared by every test process).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import ts from 'typescript'
+import { builtService } from '../server/build.js'
 
 type Tap = { teardown: (fn: () => unknown) => void }
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
-const SOURCES = ['src', 'routes', 'schemas', 'examples']
-
-/** Transpiles the service into a temporary directory (removed on teardown); answers the path of its server.js. */
-export function buildToolgate (t: Tap): string {
-  const out = mkdtempSync(join(tmpdir(), 'toolgate-replicas-'))
-  t.teardown(() => rmSync(out, { recursive: true, force: true }))
-  const compilerOptions: ts.CompilerOptions = { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true }
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
-      const path = join(dir, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) {
-        const { outputText } = ts.transpileModule(readFileSync(join(ROOT, path), 'utf8'), { compilerOptions, fileName: path })
-        mkdirSync(join(out, dir), { recursive: true })
-        writeFileSync(join(out, path.slice(0, -3) + '.js'), outputText)
-      } else if (entry.name.endsWith('.json')) {
-        mkdirSync(join(out, dir), { recursive: true })
-        writeFileSync(join(out, path), readFileSync(join(ROOT, path)))
-      }
-    }
-  }
-  for (const dir of SOURCES) walk(dir)
-  writeFileSync(join(out, 'package.json'), JSON.stringify({ type: 'module' }))
-  symlinkSync(join(ROOT, 'node_modules'), join(out, 'node_modules'), 'dir')
-  return join(out, 'src', 'server.js')
+/** The path of the test build's server.js. */
+export function buildToolgate (): string {
+  return builtService().server
 }
 
 export interface Replica {

@@ -64,7 +64,7 @@ async function replicas (): Promise<void> {
   }))
   t.teardown(() => rmSync(toolsFile, { force: true }))
 
-  const server = buildToolgate(t)
+  const server = buildToolgate()
   const env = { TOOLGATE_STORE: `${REDIS_URL}?prefix=${encodeURIComponent(prefix)}`, TOOLGATE_TOOLS_FILE: toolsFile, TOOLGATE_LEASE_MS: String(LEASE_MS) }
   const [a, b] = await Promise.all([startReplica(t, server, 'A', env), startReplica(t, server, 'B', env)])
   const executorCalls = (runId: string, toolName: string): number => ex.calls.filter((c) => c.runId === runId && c.tool === toolName).length

@@ -39,7 +39,7 @@ if (noRedis !== undefined) {
     const toolsFile = join(tmpdir(), `toolgate-kill-tools-${randomUUID()}.json`)
     writeFileSync(toolsFile, JSON.stringify({ tools: [tool('pay', ex.url, { executor: { url: `${ex.url}/tools/pay`, timeoutMs: 500 } }), tool('ship', ex.url, { executor: { url: `${ex.url}/tools/ship`, timeoutMs: 500, statusUrl: `${st.url}/status/ship` } }), tool('look', ex.url, { readOnly: true })] }))
     t.teardown(() => rmSync(toolsFile, { force: true }))
-    const server = buildToolgate(t)
+    const server = buildToolgate()
     const env = { TOOLGATE_STORE: `${REDIS_URL}?prefix=${encodeURIComponent(prefix)}`, TOOLGATE_TOOLS_FILE: toolsFile }
     const [a, b] = await Promise.all([startReplica(t, server, 'A', env), startReplica(t, server, 'B', env)])
 

@@ -45,7 +45,7 @@ if (noRedis !== undefined) {
       tools: [tool('pay', ex.url, { conflictKey: 'acct:{/acct}' }), tool('look', ex.url, { readOnly: true })]
     }))
     t.teardown(() => rmSync(toolsFile, { force: true }))
-    const server = buildToolgate(t)
+    const server = buildToolgate()
     const env = { TOOLGATE_STORE: `${REDIS_URL}?prefix=${encodeURIComponent(prefix)}`, TOOLGATE_TOOLS_FILE: toolsFile, TOOLGATE_LEASE_MS: String(LEASE_MS) }
     const [a, b] = await Promise.all([startReplica(t, server, 'A', env), startReplica(t, server, 'B', env)])
 

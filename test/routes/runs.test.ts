@@ -180,6 +180,20 @@ t.test('invalid run options are 400 invalid_request and create nothing', async (
   t.equal((await app.services.store.countRuns()).total, before, 'no run was created')
 })
 
+t.test("DELETE frees the run-level rules' slices of the run (the repeat streak, the loop state) in the step that ends it", async (t) => {
+  const { app } = shared
+  await post(app, '/v1/runs', { runId: 'r-end-free' })
+  for (const id of ['a', 'b']) await post(app, '/v1/runs/r-end-free/batches', { calls: [{ id, name: 'look', arguments: { x: 1 } }] })
+  const before = await app.services.store.getRun('r-end-free')
+  t.equal(before?.repeat.count, 2, 'a streak of two exact repeats')
+  t.ok(before?.loops !== undefined, 'and loop state')
+  t.equal((await del(app, '/v1/runs/r-end-free')).status, 200)
+  const after = await app.services.store.getRun('r-end-free')
+  t.equal(after?.state, 'ended')
+  t.same(after?.repeat, { fingerprint: null, count: 0, advised: false }, 'the streak is freed')
+  t.equal(after?.loops, undefined, 'the loop state too')
+})
+
 t.test('DELETE ends the run; a later batch answers 409 run_not_active with the terminationReason', async (t) => {
   const { app } = shared
   await post(app, '/v1/runs', { runId: 'r-end' })

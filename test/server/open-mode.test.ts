@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { isLoopback, openModeRefusal } from '../../src/auth/open-mode.js'
-import { buildService } from './build.js'
+import { builtService } from './build.js'
 
 t.setTimeout(300_000)
 
@@ -27,7 +27,7 @@ t.test('open mode with real tools on a reachable host is refused unless allowed'
 })
 
 t.test('the process exits 2 and says why when started open with a tools file on 0.0.0.0', async (t) => {
-  const build = await buildService(t)
+  const build = builtService()
   const dir = await mkdtemp(join(tmpdir(), 'toolgate-open-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const toolsFile = join(dir, 'tools.json')
@@ -50,7 +50,7 @@ t.test('the process exits 2 and says why when started open with a tools file on 
 })
 
 t.test('with HOST unset, a tools file without a keys file starts open on 127.0.0.1 and says how to serve others; a misspelt setting is warned about', async (t) => {
-  const build = await buildService(t)
+  const build = builtService()
   const dir = await mkdtemp(join(tmpdir(), 'toolgate-open-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const toolsFile = join(dir, 'tools.json')

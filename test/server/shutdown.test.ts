@@ -1,16 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { request } from 'undici'
 import { sha256Hex } from '../../src/auth/keys.js'
 import { sleep, startExecutor, tool } from '../helper.js'
-import { type Build, buildService } from './build.js'
+import { type Build, builtService } from './build.js'
 
 // Bounded work, not a deadline: room for a loaded 2-core machine beyond tap's 120 s default.
 t.setTimeout(300_000)
 
-type Tap = Parameters<typeof buildService>[0]
+type Tap = { teardown: (fn: () => unknown) => void }
 
 interface Server {
   child: ChildProcess
@@ -74,7 +75,10 @@ async function until (what: string, check: () => Promise<boolean> | boolean, att
 }
 
 t.test('the real process', async (t) => {
-  const build = await buildService(t)
+  const build = builtService()
+  // The tools and keys files of these tests: the build is shared, and only read.
+  const files = await mkdtemp(join(tmpdir(), 'toolgate-shutdown-'))
+  t.teardown(() => rm(files, { recursive: true, force: true }))
 
   t.test('on SIGTERM it stops taking batches, lets the batch in flight finish with its results, and exits 0', async (t) => {
     const ex = await startExecutor(t)
@@ -84,7 +88,7 @@ t.test('the real process', async (t) => {
       await held
       return { content: 'slow done' }
     })
-    const toolsFile = join(build.dir, 'tools-drain.json')
+    const toolsFile = join(files, 'tools-drain.json')
     // The slow call is held by the test, not by a clock: its timeout only has to outlast a loaded machine.
     await writeFile(toolsFile, JSON.stringify({ tools: [tool('slow', ex.url, { executor: { url: `${ex.url}/tools/slow`, timeoutMs: 120_000 } }), tool('look', ex.url, { readOnly: true })] }))
     const server = await startServer(t, build, { TOOLGATE_TOOLS_FILE: toolsFile, TOOLGATE_SHUTDOWN_TIMEOUT_MS: '20000' })
@@ -128,7 +132,7 @@ t.test('the real process', async (t) => {
       await held
       return { content: 'too late' }
     })
-    const toolsFile = join(build.dir, 'tools-stuck.json')
+    const toolsFile = join(files, 'tools-stuck.json')
     await writeFile(toolsFile, JSON.stringify({ tools: [tool('stuck', ex.url, { executor: { url: `${ex.url}/tools/stuck`, timeoutMs: 600_000 } })] }))
     const server = await startServer(t, build, { TOOLGATE_TOOLS_FILE: toolsFile, TOOLGATE_SHUTDOWN_TIMEOUT_MS: '300' })
     t.equal((await send(`${server.url}/v1/runs`, 'POST', { runId: 'r' })).status, 201)
@@ -141,7 +145,7 @@ t.test('the real process', async (t) => {
   })
 
   t.test('a bad keys file stops the start with exit code 2 and every problem listed', async (t) => {
-    const keysFile = join(build.dir, 'keys-bad.json')
+    const keysFile = join(files, 'keys-bad.json')
     await writeFile(keysFile, JSON.stringify({
       keys: [
         { key: 'has a blank', tenant: 'acme', roles: ['orchestrator'] },
@@ -151,7 +155,7 @@ t.test('the real process', async (t) => {
     }))
     const child = spawn(process.execPath, [build.server], {
       cwd: build.dir,
-      env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', TOOLGATE_API_KEYS_FILE: keysFile, TOOLGATE_TOOLS_FILE: join(build.dir, 'none.json') },
+      env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', TOOLGATE_API_KEYS_FILE: keysFile, TOOLGATE_TOOLS_FILE: join(files, 'none.json') },
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let stderr = ''
@@ -166,9 +170,9 @@ t.test('the real process', async (t) => {
   })
 
   t.test('a short plain key starts the service with a warning that names its place, and works', async (t) => {
-    const keysFile = join(build.dir, 'keys-short.json')
+    const keysFile = join(files, 'keys-short.json')
     await writeFile(keysFile, JSON.stringify({ keys: [{ key: 'sesame', tenant: 'acme', roles: ['orchestrator'] }] }))
-    const toolsFile = join(build.dir, 'tools-none.json')
+    const toolsFile = join(files, 'tools-none.json')
     await writeFile(toolsFile, JSON.stringify({ tools: [] }))
     const server = await startServer(t, build, { TOOLGATE_API_KEYS_FILE: keysFile, TOOLGATE_TOOLS_FILE: toolsFile })
     const warning = server.logs.find((l) => l.msg === 'weak API key')

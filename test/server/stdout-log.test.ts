@@ -3,13 +3,13 @@ import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { buildService } from './build.js'
+import { builtService } from './build.js'
 
 t.setTimeout(300_000)
 
 /** Runs `body` as an ES module in a new node process, after `createLogger` is imported from the built service. */
-async function runWithLogger (t: Parameters<typeof buildService>[0], body: string): Promise<ChildProcessByStdio<null, Readable, Readable>> {
-  const build = await buildService(t)
+function runWithLogger (body: string): ChildProcessByStdio<null, Readable, Readable> {
+  const build = builtService()
   const logger = pathToFileURL(join(build.dir, 'src/logger.js')).href
   const script = `const { createLogger } = await import(${JSON.stringify(logger)})\n${body}`
   return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -20,7 +20,7 @@ async function runWithLogger (t: Parameters<typeof buildService>[0], body: strin
 // process.exit (the turn never ends) must all arrive, whole, in order, with
 // their UTF-8 intact: what is pending is written on exit.
 t.test('the stdout logger loses no line of a burst cut short by process.exit, and keeps UTF-8 and order', async (t) => {
-  const child = await runWithLogger(t, `
+  const child = runWithLogger(`
     const log = createLogger('info')
     for (let i = 0; i < 5000; i++) log.info({ i, note: 'é—🙂'.repeat(1 + (i % 7)) }, 'burst')
     process.exit(0)
@@ -49,7 +49,7 @@ t.test('the stdout logger loses no line of a burst cut short by process.exit, an
 // A quiet process shows each line at once (at the end of the turn that logged
 // it), not when some buffer fills; two loggers on stdout keep one order.
 t.test('a line logged by an idle process reaches stdout within its turn, and loggers sharing stdout keep their order', async (t) => {
-  const child = await runWithLogger(t, `
+  const child = runWithLogger(`
     const a = createLogger('info')
     const b = createLogger('info')
     a.info('one')

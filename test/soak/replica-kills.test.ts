@@ -37,7 +37,7 @@ if (noRedis !== undefined) {
   t.plan(0, `write-ahead soak skipped: ${noRedis}`)
 } else {
   t.comment(`random seed ${SEED} (replay with ${SEED_VARIABLE}=${SEED})`)
-  const server = buildToolgate(t)
+  const server = buildToolgate()
   const totals = { batches: 0, kills: 0, resends: 0, retries: 0, appliedTwice: 0 }
   for (const replicas of [2, 3]) {
     await t.test(`${replicas} replicas, SIGKILLed mid-write: no write applied twice, one result per call`, async (t) => {

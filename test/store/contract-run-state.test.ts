@@ -161,7 +161,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal((await store.getRun('r1'))?.counters.turns, 1, 'and the run counted it once')
   })
 
-  t.test('endRun ends the run, frees its repeat streak, batch ids and batch records, and keeps its receipts', async (t) => {
+  t.test("endRun ends the run, runs the rules' reset on it in the same step (the repeat streak freed), frees its batch ids and batch records, and keeps its receipts", async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
     await store.updateRunWithBatchId('r1', 'b1', (run, entry) => {
@@ -172,10 +172,14 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await store.completeBatch('r1', 'replica-a', { batchId: 'b1', requestHash: 'hash1', responseJson: '{"ok":1}', completedAt: now() }), true)
     await store.putReceipt(makeReceipt('r1', 'op_1'), 'acme')
 
-    const ended = await peer.endRun('r1', now())
+    const ended = await peer.endRun('r1', now(), (run) => {
+      t.equal(run.state, 'ended', 'the reset sees the run ended')
+      run.repeat = { fingerprint: null, count: 0, advised: false }
+    })
     t.equal(ended?.state, 'ended')
     t.equal(ended?.terminationReason, 'ended')
     t.same(ended?.repeat, { fingerprint: null, count: 0, advised: false })
+    t.same((await store.getRun('r1'))?.repeat, { fingerprint: null, count: 0, advised: false }, 'as stored')
     const read = await store.getRun('r1')
     t.equal(read?.state, 'ended', 'the small record stays, answering ended')
     t.equal(await store.getBatch('r1', 'b1'), undefined, 'batch records are freed')
@@ -184,7 +188,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(await store.endRun('nope', now()), undefined)
   })
 
-  t.test('the loop state is kept with the run as written, read back by another client, and freed when the run ends', async (t) => {
+  t.test("the loop state is kept with the run as written, read back by another client, and freed by the rules' reset when the run ends", async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
     const loops = {
@@ -199,7 +203,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
     })
     t.same((await peer.getRun('r1'))?.loops, loops)
     t.same((await peer.getRun('r1'))?.admitted?.loops, loops)
-    const ended = await peer.endRun('r1', now())
+    const ended = await peer.endRun('r1', now(), (run) => { delete run.loops })
     t.equal(ended?.loops, undefined, 'the loop streaks are freed')
     t.equal((await store.getRun('r1'))?.loops, undefined)
     t.equal((await store.getRun('r1'))?.admitted, null)

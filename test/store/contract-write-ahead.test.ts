@@ -80,6 +80,25 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.same(await peer.pendingWrites(run), [], 'answered with the batch')
   })
 
+  t.test('under a shared lease, a batch answer keeps the lease and answers only its own writes; the last one releases it', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    // The lease b1 holds stands for a shared one (MCP calls that arrive together), under which m1 and m2 run.
+    const run = await leasedRun(store, 'r1', now())
+    await store.recordWrites(run, A, [write('op_1', { batchId: 'm1' }), write('op_2', { batchId: 'm2' }), write('op_3', { batchId: 'm2' })])
+    const answer = (batchId: string) => ({ batchId, requestHash: `hash-${batchId}`, responseJson: '{"results":[]}', completedAt: now() })
+    t.equal(await peer.completeBatch('r1', 'replica-b', answer('m1'), undefined, { leaseId: 'b1', release: false, answeredWrites: ['op_1'] }), false, 'not the holder')
+    t.equal(await store.completeBatch('r1', 'replica-a', answer('m1'), undefined, { leaseId: 'bX', release: false, answeredWrites: ['op_1'] }), false, 'not the shared lease held')
+    t.equal(await store.completeBatch('r1', 'replica-a', answer('m1'), undefined, { leaseId: 'b1', release: false, answeredWrites: ['op_1'] }), true)
+    t.same((await peer.pendingWrites(run)).map((w) => w.operationId).sort(), ['op_2', 'op_3'], "only m1's write is answered")
+    t.same((await peer.getRun('r1'))?.inFlight?.batchId, 'b1', 'the lease is kept')
+    t.equal((await peer.getBatch('r1', 'm1'))?.responseJson, '{"results":[]}', "m1's answer is stored")
+    t.equal(await store.completeBatch('r1', 'replica-a', answer('m3'), undefined, { leaseId: 'b1', release: false, answeredWrites: [] }), true, 'a batch without writes answers none')
+    t.equal((await peer.pendingWrites(run)).length, 2)
+    t.equal(await store.completeBatch('r1', 'replica-a', answer('m2'), undefined, { leaseId: 'b1', release: true, answeredWrites: ['op_2', 'op_3'] }), true)
+    t.same(await peer.pendingWrites(run), [], 'the last answer answers the rest')
+    t.equal((await peer.getRun('r1'))?.inFlight, null, 'and releases the lease')
+  })
+
   t.test("a take-over of a lapsed lease turns the run's recorded writes into unresolved uncertainties (replica_lost) at once, for every client", async (t) => {
     const { store, peer, now } = await h.open(t)
     const run = await leasedRun(store, 'r1', now())

@@ -1,7 +1,8 @@
 /**
  * Validation in bounded time (src/tools/bounded-validate.ts): toolgate's own
  * uniqueItems answers as Ajv's did, in linear time; a validation over its
- * budget or out of stack is a failed validation, never a throw.
+ * budget (the work it did, not the time it waited for a CPU) or out of
+ * stack is a failed validation, never a throw.
  */
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
@@ -35,15 +36,44 @@ t.test('uniqueItems over 256 KiB of objects answers in one pass, and finds a rep
   t.equal(validate({ xs }), false, 'and a repeat at the end is found')
 })
 
+/** A validator answering true after `work()`, in Ajv's shape. */
+const validator = (work: () => void): ValidateFunction => Object.assign((() => { work(); return true }) as unknown as ValidateFunction, { errors: null })
+
 t.test('a validation that overruns its budget fails with one error naming the setting, and no value', async (t) => {
   let clock = 0
-  const inner = Object.assign((() => { clock += 60; return true }) as unknown as ValidateFunction, { errors: null })
-  const bounded = boundedValidate(inner, 50, () => clock)
+  const clocks = { wall: () => clock, cpu: () => clock }
+  const bounded = boundedValidate(validator(() => { clock += 60 }), 50, clocks)
   t.equal(bounded({ secret: 'hunter2' }), false)
   t.same(bounded.errors?.map((e) => e.message), ['validating the arguments took longer than 50 ms (TOOLGATE_MAX_VALIDATION_MS)'])
   t.notMatch(JSON.stringify(bounded.errors), /hunter2/)
-  const quick = boundedValidate(Object.assign((() => true) as unknown as ValidateFunction, { errors: null }), 50, () => clock)
+  const quick = boundedValidate(validator(() => {}), 50, clocks)
   t.equal(quick({}), true, 'one within its budget passes')
+})
+
+t.test('the budget is on the work done: time spent waiting for a CPU does not count, work does whatever the wait', async (t) => {
+  let wall = 0
+  let cpu = 0
+  const clocks = { wall: () => wall, cpu: () => cpu }
+  t.equal(boundedValidate(validator(() => { wall += 400; cpu += 20 }), 50, clocks)({}), true, '400 ms on a loaded machine, 20 ms of it working: passes')
+  t.equal(boundedValidate(validator(() => { wall += 400; cpu += 60 }), 50, clocks)({}), false, '60 ms of work in 400 ms: refused')
+  t.equal(boundedValidate(validator(() => { wall += 20; cpu += 400 }), 50, clocks)({}), true, 'other threads of the process busy meanwhile: 20 ms of wall-clock time passes')
+})
+
+t.test('with the process\'s own clocks: a validation held up without working passes, one that works past the budget is refused', async (t) => {
+  // Blocked without using a CPU, as a thread waiting for one is: 80 ms of wall-clock time, next to no CPU time.
+  const blocked = boundedValidate(validator(() => { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 80) }), 50)
+  t.equal(blocked({}), true)
+  // Working: 80 ms of CPU time, read from the process itself (no timing of the test's own).
+  const spin = (): void => {
+    const start = process.cpuUsage()
+    for (;;) {
+      const used = process.cpuUsage(start)
+      if (used.user + used.system >= 80_000) return
+    }
+  }
+  const busy = boundedValidate(validator(spin), 50)
+  t.equal(busy({}), false)
+  t.match(busy.errors, [{ message: /took longer than 50 ms/ }])
 })
 
 t.test('a validation that runs out of stack fails instead of throwing', async (t) => {

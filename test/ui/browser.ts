@@ -1,13 +1,14 @@
 /**
  * A real browser for the page's tests: Debian's chromium driven by
- * playwright-core, headless, with a fresh profile each time. `.ci/run`
+ * playwright-core, headless. One chromium per test file, started by the
+ * first test that asks and closed when the file's tests are done; each test
+ * gets a fresh browser context of its own (its own storage, cookies and
+ * cache, as a fresh profile would be), closed after the test. `.ci/run`
  * installs chromium when it is missing; without it these tests fail
  * rather than skip, so a CI that lost it shows.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { type BrowserContext, type Page, chromium } from 'playwright-core'
+import tap from 'tap'
+import { type Browser as Chromium, type BrowserContext, type Page, chromium } from 'playwright-core'
 
 type Tap = { teardown: (fn: () => unknown) => void }
 
@@ -22,21 +23,28 @@ export interface Browser {
   problems: string[]
 }
 
+let started: Promise<Chromium> | undefined
+
+/** The file's chromium: launched on first use, closed when the file's tests end. */
+function shared (): Promise<Chromium> {
+  if (started === undefined) {
+    started = chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      // --no-sandbox: CI runs as root, where chromium's sandbox cannot start.
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+      timeout: 60_000
+    })
+    const launched = started
+    tap.teardown(async () => { await (await launched).close() })
+  }
+  return started
+}
+
 export async function openBrowser (t: Tap): Promise<Browser> {
-  const profile = await mkdtemp(join(tmpdir(), 'toolgate-chromium-'))
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    // --no-sandbox: CI runs as root, where chromium's sandbox cannot start.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
-    viewport: { width: 1180, height: 900 },
-    timeout: 60_000
-  })
-  t.teardown(async () => {
-    await context.close()
-    await rm(profile, { recursive: true, force: true })
-  })
-  const page = context.pages()[0] ?? await context.newPage()
+  const context = await (await shared()).newContext({ viewport: { width: 1180, height: 900 } })
+  t.teardown(() => context.close())
+  const page = await context.newPage()
   page.setDefaultTimeout(20_000)
   const requests: string[] = []
   const problems: string[] = []

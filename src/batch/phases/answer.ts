@@ -11,7 +11,7 @@ import { releaseWithAnswer } from '../../runs/lease.js'
 import { addStats, emptyStats } from '../../runs/stats.js'
 import { settleAnswered, terminate } from '../../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../../model/run.js'
-import { type BatchRecord, type Incarnation, isIncarnation } from '../../store/types.js'
+import { type BatchRecord, type Incarnation, type SharedCompletion, isIncarnation } from '../../store/types.js'
 import type { BatchOutcome } from '../../telemetry/types.js'
 import type { BatchAnswer } from '../engine-types.js'
 import { type Closing, GONE, respond } from '../respond.js'
@@ -51,11 +51,11 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
     // Nothing this batch does ends the run, so no event depends on the run as stored: its last
     // changes to the run, its answer and the release of its lease are one atomic step.
     recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
-    stored = await releaseWithAnswer(store, state.runId, rt.deps, (r) => {
+    stored = await completeShared(rt, state, (shared) => releaseWithAnswer(store, state.runId, rt.deps, (r) => {
       closing = close(state, rt, ready, r, null)
       responseJson = respond(state, rt, { closing })
       return record(state, responseJson, rt.deps.clock.now())
-    }, incarnation)
+    }, incarnation, shared))
   } else {
     // The run's termination is an event of the answer, known only once the run is updated: two steps.
     const finalized = await store.updateRun(state.runId, (r) => isIncarnation(r, incarnation) ? close(state, rt, ready, r, ending) : undefined)
@@ -63,7 +63,8 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
     if (closing?.terminatedNow === true) observer.runTerminated(ending)
     recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
     responseJson = respond(state, rt, { closing: closing ?? GONE })
-    stored = await releaseWithAnswer(store, state.runId, rt.deps, record(state, responseJson, rt.deps.clock.now()), incarnation)
+    const done = record(state, responseJson, rt.deps.clock.now())
+    stored = await completeShared(rt, state, (shared) => releaseWithAnswer(store, state.runId, rt.deps, done, incarnation, shared))
   }
   if (closing === undefined) responseJson = respond(state, rt, { closing: GONE })
   const left = closing ?? GONE
@@ -79,6 +80,25 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
     replayed: false,
     log: { runId: state.runId, batchId: state.batchId, turn: state.turn, calls: results.length, outcome }
   }
+}
+
+/**
+ * Stores the answer with `complete`: under a lease of its own, as it is;
+ * under a shared one (MCP calls that arrive together), as the shared lease
+ * decides, there and then, whether this answer releases it.
+ */
+function completeShared (rt: BatchRuntime, state: BatchState, complete: (shared: SharedCompletion | undefined) => Promise<boolean>): Promise<boolean> {
+  const lease = rt.shared
+  if (lease === undefined) return complete(undefined)
+  const writes: string[] = []
+  for (const [i, call] of state.dispatched.entries()) {
+    const op = state.operations[i]
+    if (call !== undefined && !call.tool.readOnly && op !== undefined) writes.push(op)
+  }
+  const shared = lease.completion(writes)
+  const storing = complete(shared)
+  if (shared.release) lease.releasing(storing.catch(() => false))
+  return storing
 }
 
 /** The answer another replica stored for this batch, while the run held under its id is still the batch's run. */
