@@ -33,7 +33,9 @@ export interface BoundedCall { abort (reason: Error): void }
  * tools/call it answers (found by the operation id in its `_meta`) is
  * stopped at once with ResponseTooLargeError, so that neither a whole
  * 100 MB answer nor an endless stream is read. The long-lived GET stream of
- * server notifications is not bounded as a whole. A tools/list page
+ * server notifications is not bounded as a whole, but each of its events
+ * is: one longer than MAX_EVENT_BYTES ends the stream (the SDK reconnects
+ * it) before it is parsed. A tools/list page
  * answered as JSON is read, then parsed in slices when the SDK asks for it;
  * one answered as an SSE stream is read up to its response, each event
  * parsed in slices (sliced-sse.ts), and handed to the SDK as JSON: a list
@@ -42,7 +44,10 @@ export interface BoundedCall { abort (reason: Error): void }
 export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, BoundedCall>, base: FetchLike = fetch): FetchLike {
   return async (url, init) => {
     const res = await base(url, init)
-    if (init?.method !== 'POST' || res.body === null) return res
+    if (res.body === null) return res
+    // The stream of server notifications: each event bounded, the stream as a whole not.
+    if (init?.method === 'GET') return mediaType(res.headers) === 'text/event-stream' ? new Response(boundEvents(res.body, MAX_EVENT_BYTES), { status: res.status, statusText: res.statusText, headers: res.headers }) : res
+    if (init?.method !== 'POST') return res
     const operationId = toolsCallOperation(init.body)
     const limit = operationId === null ? Math.max(MAX_OTHER_RESPONSE_BYTES, callLimit) : callLimit
     let read = 0
@@ -79,6 +84,45 @@ export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, Boun
     return page
   }
 }
+
+/** The longest event toolgate reads on a server's stream of notifications (a progress or log message is a few hundred bytes). */
+export const MAX_EVENT_BYTES = 1024 * 1024
+
+/**
+ * A server-sent event stream whose events are each at most `limit` bytes
+ * (an event ends at a blank line; carriage returns are not counted): past
+ * it, the stream fails before the event is read whole or parsed.
+ */
+export function boundEvents (body: ReadableStream<Uint8Array>, limit: number): ReadableStream<Uint8Array> {
+  let size = 0
+  let lineEnded = false
+  return body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform (chunk, controller) {
+      for (let i = 0; i < chunk.length; i++) {
+        const b = chunk[i]
+        if (b === CR) continue
+        if (b === LF) {
+          if (lineEnded) {
+            size = 0
+            lineEnded = false
+            continue
+          }
+          lineEnded = true
+        } else {
+          lineEnded = false
+        }
+        if (++size > limit) {
+          controller.error(new McpError(ErrorCode.InternalError, `the server sent an event longer than ${limit} bytes on its stream of notifications`))
+          return
+        }
+      }
+      controller.enqueue(chunk)
+    }
+  }))
+}
+
+const CR = 0x0d
+const LF = 0x0a
 
 function slicedParse (text: string): Promise<unknown> {
   return parseJsonInSlices(text, async () => { await nextTurn() }, PARSE_SLICE_MS)
