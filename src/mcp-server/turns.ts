@@ -146,51 +146,57 @@ export class OneCallTurns {
   }
 
   /** A call under the lease its run's calls share here (taken by the first, released with the last answer). */
-  async #shared (call: OneCall, req: BatchRequest): Promise<Answered> {
-    let wait = BUSY_RETRY_MS
-    for (;;) {
+  #shared (call: OneCall, req: BatchRequest): Promise<Answered> {
+    return this.#untilFree(call, req, async () => {
       const lease = await this.#lease(call.runId)
       lease.enter()
       try {
         const answered = await this.#deps.engine.execute({ ...req, shared: lease })
         return { kind: 'answer', body: JSON.parse(answered.body) as TurnAnswer }
       } catch (err) {
-        const ended = endedResult(err, req)
-        if (ended !== null) return ended
-        // Held by another batch (the batch route, another replica): wait for it. Held lapsed under this lease: the lease is lost.
-        if (lease.taken) lease.abort('lease_lost')
-        if (call.signal.aborted) return { kind: 'ended', result: null }
-        await this.#sleep(wait, call.signal)
-        if (call.signal.aborted) return { kind: 'ended', result: null }
-        wait = Math.min(wait * 2, BUSY_RETRY_CAP_MS)
+        // Refused busy with the run's lease held under this one: it lapsed under its calls, and is lost to them.
+        if (lease.taken && err instanceof ProblemError && err.code === 'run_busy') lease.abort('lease_lost')
+        throw err
       } finally {
         lease.exit()
         if (lease.closing !== null) this.#deps.engine.forgetShared(lease)
       }
-    }
+    })
   }
 
   /** A call that runs alone under a lease of its own (a person may have to approve it), once the shared lease is released. */
   async #alone (call: OneCall, req: BatchRequest): Promise<Answered> {
-    const calls = this.#runs.get(call.runId)
-    const lease = calls?.lease
+    const lease = this.#runs.get(call.runId)?.lease
     if (lease != null) {
       await this.#deps.engine.releaseShared(lease)
       await lease.closing
     }
+    const callId = req.calls[0]!.id
+    return await this.#untilFree(call, req, async () => {
+      const answered = await this.#deps.engine.execute(req)
+      const body = answered.status === 202 ? await this.#decided(call, req.batchId, callId, answered.body) : answered.body
+      if (body === null) return { kind: 'ended', result: runEndedResult(callId, 'ended', undefined) }
+      return { kind: 'answer', body: JSON.parse(body) as TurnAnswer }
+    })
+  }
+
+  /**
+   * Runs `attempt` until the run takes it: while another batch holds the run
+   * (the batch route, another replica), waits and asks again, the wait
+   * doubling up to a cap; a run no longer there or active answers as such,
+   * a client that cancelled meanwhile gets nothing.
+   */
+  async #untilFree (call: OneCall, req: BatchRequest, attempt: () => Promise<Answered>): Promise<Answered> {
     let wait = BUSY_RETRY_MS
     for (;;) {
       try {
-        const answered = await this.#deps.engine.execute(req)
-        const body = answered.status === 202 ? await this.#decided(call, req.batchId, req.calls[0]!.id, answered.body) : answered.body
-        if (body === null) return { kind: 'ended', result: runEndedResult(req.calls[0]!.id, 'ended', undefined) }
-        return { kind: 'answer', body: JSON.parse(body) as TurnAnswer }
+        return await attempt()
       } catch (err) {
         const ended = endedResult(err, req)
         if (ended !== null) return ended
-        if (call.signal.aborted) return { kind: 'ended', result: null }
+        if (call.signal.aborted) return NOTHING
         await this.#sleep(wait, call.signal)
-        if (call.signal.aborted) return { kind: 'ended', result: null }
+        if (call.signal.aborted) return NOTHING
         wait = Math.min(wait * 2, BUSY_RETRY_CAP_MS)
       }
     }
@@ -305,6 +311,9 @@ export class OneCallTurns {
 type Answered =
   | { kind: 'answer', body: TurnAnswer }
   | { kind: 'ended', result: McpToolResult | null }
+
+/** A call the client cancelled before it started: MCP sends no answer. */
+const NOTHING: Answered = Object.freeze({ kind: 'ended', result: null })
 
 /** The result of a call the engine refused because the run is no longer there or active; null for a busy run (it waits). */
 function endedResult (err: unknown, req: BatchRequest): Answered | null {
