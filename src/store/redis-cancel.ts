@@ -50,7 +50,8 @@ export class RedisCancelBus implements CancelBus {
   }
 
   #subscribe (): void {
-    const sub = this.#conn.redis.duplicate()
+    // The subscription is no write: it may be queued until Redis is reached, and is made again on every reconnection.
+    const sub = this.#conn.redis.duplicate({ enableOfflineQueue: true, autoResendUnfulfilledCommands: true })
     this.#sub = sub
     this.#conn.watch(sub, 'cancel subscription')
     const channel = this.#conn.key('cancel')

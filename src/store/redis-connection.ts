@@ -41,6 +41,10 @@ export class RedisConnection {
   /** Where connection loss and recovery are logged (never the URL). */
   readonly logger: Pick<Logger, 'warn' | 'info'> | undefined
   readonly #traffic: RedisTraffic = { roundTrips: 0, commands: 0 }
+  readonly #connectTimeoutMs: number
+  /** Settles once the client first reaches Redis. */
+  readonly #firstReady: Promise<void>
+  #everReady = false
   #down = false
   #closed = false
 
@@ -49,16 +53,29 @@ export class RedisConnection {
     this.prefix = opts.prefix
     this.logger = opts.logger
     const timeout = opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS
+    this.#connectTimeoutMs = timeout
     this.redis = new Redis(opts.connection, {
       connectionName: 'toolgate',
-      // Fail fast while Redis is away: a queued command is given up after one
-      // reconnection attempt, an unanswered one after the command timeout.
+      // A command the store was told failed is never sent later: none is
+      // queued while Redis is away (the first connection is waited for in
+      // `call` instead), and none unanswered when the connection dropped is
+      // sent again on the next one. A write-ahead record given up on and
+      // then written after all would answer a call that was never sent
+      // `uncertain`. An unanswered command fails after the command timeout.
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
       maxRetriesPerRequest: 1,
       commandTimeout: timeout,
       connectTimeout: timeout,
       retryStrategy: (times: number) => Math.min(times * 100, 1000),
       enableAutoPipelining: true
     } satisfies RedisOptions)
+    this.#firstReady = new Promise<void>((resolve) => {
+      this.redis.once('ready', () => {
+        this.#everReady = true
+        resolve()
+      })
+    })
     this.watch(this.redis, 'commands')
   }
 
@@ -101,7 +118,8 @@ export class RedisConnection {
 
   /** Every Redis failure becomes a StoreUnavailableError, with Redis's message only (never the command's arguments). */
   async call<T> (op: () => Promise<T>, commands = 1): Promise<T> {
-    // Known lost: answer at once rather than queue the command until the next reconnection attempt.
+    if (!this.#everReady && !await this.#firstConnection()) throw new StoreUnavailableError('The Redis store is unreachable')
+    // Known lost: answer at once (nothing is queued until the next reconnection attempt).
     if (lost(this.redis)) throw new StoreUnavailableError('The Redis store is unreachable')
     this.#traffic.roundTrips++
     this.#traffic.commands += commands
@@ -115,12 +133,26 @@ export class RedisConnection {
   /** Redis answers a PING. */
   async ready (): Promise<boolean> {
     // While the first connection is being made the PING waits for it; once lost, the answer is no at once.
+    if (!this.#everReady && !await this.#firstConnection()) return false
     if (lost(this.redis)) return false
     try {
       return (await this.redis.ping()) === 'PONG'
     } catch {
       return false
     }
+  }
+
+  /** Waits for the first connection, at most the connect timeout: true once it is made. */
+  async #firstConnection (): Promise<boolean> {
+    if (this.redis.status === 'end' || this.#closed) return false
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#connectTimeoutMs) })
+    try {
+      await Promise.race([this.#firstReady, late])
+    } finally {
+      clearTimeout(timer)
+    }
+    return this.#everReady
   }
 
   /** Logs a client's loss of Redis once, and its recovery. */
