@@ -16,6 +16,8 @@ import { context } from '@opentelemetry/api'
 import { McpRequestSpans } from '../telemetry/mcp-spans.js'
 import { runEndedResult } from './results.js'
 import type { OneCallTurns, UserDecision } from './turns.js'
+import { LeanAnswers, plainToolsCall } from './lean-answers.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RunOptions } from '../model/run.js'
 
 /** The version toolgate reports as an MCP server. */
@@ -72,6 +74,9 @@ export class McpSession {
   #logLevel: LoggingLevel = 'debug'
   /** A SERVER span per request while tracing is on; null when it is off. */
   readonly #spans = McpRequestSpans.create()
+  /** The plain `tools/call` requests answered by toolgate rather than the SDK's transport (lean-answers.ts). */
+  readonly #lean: LeanAnswers
+  #closed = false
 
   constructor (owner: SessionOwner, deps: SessionDeps, now: number, generateId: () => string) {
     this.owner = owner
@@ -81,10 +86,13 @@ export class McpSession {
       sessionIdGenerator: generateId,
       onsessioninitialized: () => deps.onInitialized(this),
       onsessionclosed: () => {
+        this.#closed = true
+        this.#lean.closeAll()
         this.#spans?.closeAll()
         deps.onClosed(this)
       }
     })
+    this.#lean = new LeanAnswers(() => this.transport.sessionId)
     this.server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions: 'toolgate runs these tools under its safety rules: conflicting writes never overlap, a write whose outcome is unknown is never repeated blindly, loops are stopped, and some calls wait for a person to approve them.'
@@ -164,6 +172,7 @@ export class McpSession {
       if (this.#spans !== null && 'id' in message && message.id !== undefined && !('method' in message)) {
         this.#spans.end(message.id, 'error' in message ? { error: message.error.code } : (message.result as { isError?: unknown }).isError === true ? { toolError: true } : { ok: true }, this.transport.sessionId)
       }
+      if (this.#lean.send(message, options?.relatedRequestId)) return
       return send(message, options)
     }
   }
@@ -200,6 +209,24 @@ export class McpSession {
     }
   }
 
+  /**
+   * Takes a plain `tools/call` past the SDK's transport: the SDK's server
+   * handles its message, toolgate writes the answer (lean-answers.ts).
+   * False when the request is anything else, for the transport to handle.
+   * `busy`: whether a request with the id is in flight on this session
+   * already (such a request goes to the transport, as it always did).
+   */
+  lean (raw: IncomingMessage, res: ServerResponse, body: unknown, busy: (id: string | number) => boolean, hijack: () => void): boolean {
+    if (this.#closed) return false
+    const message = plainToolsCall(raw, body)
+    const inner = this.transport.onmessage
+    if (message === null || inner === undefined || this.#lean.has(message.id) || busy(message.id)) return false
+    hijack()
+    this.#lean.take(message.id, res)
+    inner(message, { requestInfo: { headers: raw.headers, url: requestUrl(raw) } })
+    return true
+  }
+
   get id (): string | undefined {
     return this.transport.sessionId
   }
@@ -210,6 +237,8 @@ export class McpSession {
   }
 
   async close (): Promise<void> {
+    this.#closed = true
+    this.#lean.closeAll()
     this.#spans?.closeAll()
     await this.transport.close()
   }
@@ -241,6 +270,15 @@ function describe (name: string, tool: Tool): Record<string, unknown> {
     // MCP wants an object schema; a definition that leaves the type out means one.
     inputSchema: tool.inputSchema.type === undefined ? { type: 'object', ...tool.inputSchema } : tool.inputSchema,
     annotations: { readOnlyHint: tool.readOnly, destructiveHint: !tool.readOnly, idempotentHint: tool.idempotent }
+  }
+}
+
+/** The request's URL as the SDK's transport gives it to handlers (from the Host header). */
+function requestUrl (raw: IncomingMessage): URL {
+  try {
+    return new URL(raw.url ?? '/', `http://${raw.headers.host ?? 'localhost'}`)
+  } catch {
+    return new URL(raw.url ?? '/', 'http://localhost')
   }
 }
 
