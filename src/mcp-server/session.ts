@@ -77,6 +77,8 @@ export class McpSession {
   /** The plain `tools/call` requests answered by toolgate rather than the SDK's transport (lean-answers.ts). */
   readonly #lean: LeanAnswers
   #closed = false
+  /** The run's options, once read (`#runOptions`). */
+  #options: RunOptions | null = null
 
   constructor (owner: SessionOwner, deps: SessionDeps, now: number, generateId: () => string) {
     this.owner = owner
@@ -106,18 +108,21 @@ export class McpSession {
       const { name } = request.params
       // Its place among the run's calls is taken as it arrives, before anything is awaited.
       const arrival = deps.turns.arrive(owner.runId)
-      let offered: Offered
+      let options: RunOptions
       try {
-        offered = await this.#offered()
+        options = await this.#runOptions()
       } catch (err) {
         deps.turns.withdraw(owner.runId, arrival)
         // The run is gone (ended and freed, or expired): every call says so.
         if (err instanceof ProblemError && err.code === 'run_not_found') return runEndedResult('', 'ended', undefined)
         throw err
       }
-      const match = offered.tools.find((o) => o.name === name)
+      const match = this.#offeredTool(name, options)
       if (match === undefined) {
         deps.turns.withdraw(owner.runId, arrival)
+        // A run that is gone answers every call so, an unknown tool's too (a rare path: the run is read).
+        const gone = await deps.runs.get(owner.tenant, owner.runId).then(() => false, (err: unknown) => err instanceof ProblemError && err.code === 'run_not_found')
+        if (gone) return runEndedResult('', 'ended', undefined)
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`)
       }
       const progressToken = extra._meta?.progressToken
@@ -137,7 +142,7 @@ export class McpSession {
         scopes: owner.scopes,
         keyName: owner.keyName,
         tool: match.tool.name,
-        options: offered.options,
+        options,
         arguments: request.params.arguments ?? {},
         signal: extra.signal,
         progress: progressToken === undefined ? undefined : (message) => sendProgress(progressCount + 1, undefined, message),
@@ -160,7 +165,11 @@ export class McpSession {
         askUser: this.server.getClientCapabilities()?.elicitation === undefined
           ? undefined
           : (question, signal) => this.#ask(question, signal, extra.requestId)
-      }, arrival)
+      }, arrival).catch((err: unknown) => {
+        // The run was freed since the session read its options: the call says so, as one that found it gone.
+        if (err instanceof ProblemError && err.code === 'run_not_found') return runEndedResult('', 'ended', undefined)
+        throw err
+      })
       // A call the client cancelled before it started: the SDK sends nothing for it.
       return result ?? { content: [], isError: true }
     })
@@ -246,8 +255,32 @@ export class McpSession {
   /** The run's tools as this session's key may see them, each under its model-safe name, and the run's options. */
   async #offered (): Promise<Offered> {
     const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
+    this.#options ??= run.options
     const tools = offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes, (name) => this.#deps.tools.quarantined(name)).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
     return { tools, options: run.options }
+  }
+
+  /**
+   * The run's options: set when the run is created and never changed, so a
+   * session reads its run once for them, not once per call (a store round
+   * trip on Redis). Whether the run is still there and active is the
+   * call's own business (the engine reads the run for it).
+   */
+  async #runOptions (): Promise<RunOptions> {
+    this.#options ??= (await this.#deps.runs.get(this.owner.tenant, this.owner.runId)).options
+    return this.#options
+  }
+
+  /**
+   * The tool offered under `name`, as `#offered` would find it in the list,
+   * without building the list: the tool that model-safe name stands for,
+   * when the run and this session's key may use it.
+   */
+  #offeredTool (name: string, options: RunOptions): { name: string, tool: Tool } | undefined {
+    const tools = this.#deps.tools
+    const tool = tools.resolve(name)
+    if (tool === undefined || tools.modelName(tool.name) !== name) return undefined
+    return offeredTools([tool], options.tools, this.owner.scopes, (n) => tools.quarantined(n)).length === 1 ? { name, tool } : undefined
   }
 
   /** Asks the client's user to approve a held call (elicitation); null when there is no usable answer. */
