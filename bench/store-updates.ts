@@ -7,8 +7,9 @@
  * alternating), warms it, then measures `--batches` batches, 10 at a time:
  * the process's CPU per batch and the bytes it allocated per batch (the
  * heap's growth between the collections of the window, from V8's
- * GCProfiler, plus the growth since the last one), and how many
- * collections ran.
+ * GCProfiler, plus the growth since the last one), how many collections
+ * ran, and the server's time per EVALSHA over the window (INFO
+ * commandstats: every client of the server counted).
  *
  *   npm run build && node dist/bench/store-updates.js <distA> <distB> [--rounds 6] [--batches 1500]
  *
@@ -26,7 +27,13 @@ import { median } from './stats.js'
 const REDIS = process.env.TOOLGATE_BENCH_REDIS ?? 'redis://127.0.0.1:6379/5'
 const RUNS = 10
 
-interface Figures { cpuUsPerBatch: number, bytesPerBatch: number, collections: number }
+interface Figures { cpuUsPerBatch: number, bytesPerBatch: number, collections: number, serverUsPerEval: number }
+
+async function evalStats (admin: { info: (section: string) => Promise<string> }): Promise<{ calls: number, usec: number }> {
+  const line = (await admin.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_evalsha:'))
+  const field = (k: string): number => Number(new RegExp(`${k}=(\\d+)`).exec(line ?? '')?.[1] ?? 0)
+  return { calls: field('calls'), usec: field('usec') }
+}
 
 async function measure (dist: string, batches: number): Promise<Figures> {
   const load = async (path: string): Promise<any> => import(pathToFileURL(resolve(dist, path)).href)
@@ -66,6 +73,9 @@ async function measure (dist: string, batches: number): Promise<Figures> {
     for (let i = 0; i < count / RUNS; i++) await Promise.all(ids.map(batch))
   }
   await rounds(Math.max(1000, batches))
+  const { Redis } = await import('ioredis')
+  const admin = new Redis(REDIS)
+  const evalsBefore = await evalStats(admin)
   const profiler = new GCProfiler()
   profiler.start()
   let used = getHeapStatistics().used_heap_size
@@ -81,13 +91,12 @@ async function measure (dist: string, batches: number): Promise<Figures> {
   }
   allocated += heapAfter - used
   const collections = statistics.length
+  const evalsAfter = await evalStats(admin)
   await store.close()
-  const { Redis } = await import('ioredis')
-  const admin = new Redis(REDIS)
   const keys = await admin.keys(`${prefix}*`)
   for (let i = 0; i < keys.length; i += 500) await admin.del(...keys.slice(i, i + 500))
   admin.disconnect()
-  return { cpuUsPerBatch: (cpu.user + cpu.system) / batches, bytesPerBatch: allocated / batches, collections }
+  return { cpuUsPerBatch: (cpu.user + cpu.system) / batches, bytesPerBatch: allocated / batches, collections, serverUsPerEval: (evalsAfter.usec - evalsBefore.usec) / Math.max(1, evalsAfter.calls - evalsBefore.calls) }
 }
 
 if (process.argv[2] === '--child') {
@@ -114,7 +123,7 @@ if (process.argv[2] === '--child') {
     const fb = got.get(b)!
     cpuRatios.push(fb.cpuUsPerBatch / fa.cpuUsPerBatch)
     byteRatios.push(fb.bytesPerBatch / fa.bytesPerBatch)
-    const show = (f: Figures): string => `${f.cpuUsPerBatch.toFixed(0)} µs, ${(f.bytesPerBatch / 1024).toFixed(1)} KB (${f.collections} collections)`
+    const show = (f: Figures): string => `${f.cpuUsPerBatch.toFixed(0)} µs, ${(f.bytesPerBatch / 1024).toFixed(1)} KB (${f.collections} collections), server ${f.serverUsPerEval.toFixed(1)} µs per EVALSHA`
     console.log(`round ${r + 1}: A ${show(fa)} | B ${show(fb)} | B/A cpu ${cpuRatios.at(-1)!.toFixed(2)} bytes ${byteRatios.at(-1)!.toFixed(2)}`)
   }
   console.log(`median B/A: cpu per batch ${median(cpuRatios).toFixed(2)}, bytes per batch ${median(byteRatios).toFixed(2)}`)
