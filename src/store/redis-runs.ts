@@ -2,6 +2,7 @@ import { type Incarnation, incarnationKey, isIncarnation } from '../model/incarn
 import { randomUUID } from 'node:crypto'
 import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
+import { type StoredRun, coldJsonOf, decodeCold, decodeStored, hotJsonOf, joinRun, leaseFields, sameCold } from './redis-run-form.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
 import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
 import type { RunStateStore } from './run-state.js'
@@ -29,10 +30,10 @@ const EVICTION_SCAN = 1000
 const MAX_LAST_WRITTEN = 10_000
 
 /** How a compare-and-set went; a conflict answers the version, record and batch id entry it found. */
-type WriteOutcome = { kind: 'ok', json: string } | { kind: 'gone' } | { kind: 'quota' } | { kind: 'conflict', found: Versioned | undefined }
+type WriteOutcome = { kind: 'ok', stored: StoredRun } | { kind: 'gone' } | { kind: 'quota' } | { kind: 'conflict', found: Versioned | undefined }
 
-/** A run record and its version, as written or as a lost compare-and-set answered them, and the hash of the batch id asked about. */
-interface Versioned { version: string, json: string, hash?: string | undefined }
+/** A run record (in its stored form) and its version, as written or as a lost compare-and-set answered them, and the hash of the batch id asked about. */
+interface Versioned { version: string, stored: StoredRun, hash?: string | undefined }
 
 /** What an update reads and writes with the run record, in the same compare-and-set. */
 interface UpdateExtras {
@@ -47,7 +48,8 @@ interface UpdateExtras {
 }
 
 /**
- * Run records in Redis, shared by replicas. Records are JSON with a version;
+ * Run records in Redis, shared by replicas. Records are JSON in two parts
+ * (see redis-run-form.ts) with a version;
  * `updateRun` reads, runs `fn` on that fresh copy, and writes back with a Lua
  * compare-and-set, re-reading and re-running `fn` when another replica wrote
  * first (a run with a batch in flight starts from the version last written
@@ -79,20 +81,23 @@ export class RedisRunState implements RunStateStore {
 
   async createRun (run: RunRecord): Promise<boolean> {
     const now = this.#opts.now()
-    const json = JSON.stringify(run)
+    const hotJson = hotJsonOf(run)
+    const coldJson = coldJsonOf(run)
     const version = this.#nextVersion()
+    const [exp, owner, batchId] = leaseFields(run)
     const created = await this.#conn.eval(CREATE_RUN,
       [this.#conn.key('run', run.runId), ...this.#conn.indexKeys(run.tenant)],
-      [run.runId, json, now, this.#ttl(run, now), run.state, leaseOf(run), this.#opts.maxRuns, this.#conn.prefix, EVICTION_SCAN, version, this.#opts.maxRunsPerTenant, incarnationKey(run)])
+      [run.runId, hotJson, now, this.#ttl(run, now), run.state, exp, this.#opts.maxRuns, this.#conn.prefix, EVICTION_SCAN, version, this.#opts.maxRunsPerTenant, incarnationKey(run),
+        coldJson, owner, batchId])
     if (created === -1) throw new StoreFullError()
     if (created === -2) throw new TenantRunsQuotaError(this.#opts.maxRunsPerTenant)
-    if (created === 1) this.#remember(run.runId, version, json)
+    if (created === 1) this.#remember(run.runId, version, { cold: decodeCold(coldJson), coldJson, hotJson, coldStored: true })
     return created === 1
   }
 
   async getRun (runId: string): Promise<RunRecord | undefined> {
-    const json = await this.#conn.call(() => this.#conn.redis.hget(this.#conn.key('run', runId), 'r'))
-    return json === null ? undefined : JSON.parse(json) as RunRecord
+    const [hot, cold, whole] = await this.#conn.call(() => this.#conn.redis.hmget(this.#conn.key('run', runId), 'h', 'c', 'r'))
+    return readRun(hot, cold, whole)
   }
 
   updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
@@ -132,9 +137,11 @@ export class RedisRunState implements RunStateStore {
       [this.#opts.now(), this.#conn.prefix, after === undefined ? '+inf' : String(after.at), after?.runId ?? '', limit + 1]) as string[]
     const runs: RunRecord[] = []
     const scores: number[] = []
-    for (let i = 0; i < flat.length; i += 2) {
+    for (let i = 0; i < flat.length; i += 3) {
+      const run = flat[i + 2] === '' ? readRun(null, null, flat[i + 1]) : readRun(flat[i + 1], flat[i + 2], null)
+      if (run === undefined) continue
       scores.push(Number(flat[i]))
-      runs.push(JSON.parse(flat[i + 1]!) as RunRecord)
+      runs.push(run)
     }
     if (runs.length <= limit) return { runs, next: null }
     runs.length = limit
@@ -148,14 +155,14 @@ export class RedisRunState implements RunStateStore {
     const out: RunRecord[] = []
     for (let i = 0; i < ids.length; i += LIST_CHUNK) {
       const chunk = ids.slice(i, i + LIST_CHUNK)
-      const values = await conn.call(() => Promise.all(chunk.map((id) => conn.redis.hget(conn.key('run', id), 'r'))), chunk.length)
-      for (const [j, json] of values.entries()) {
-        if (json === null) {
+      const values = await conn.call(() => Promise.all(chunk.map((id) => conn.redis.hmget(conn.key('run', id), 'h', 'c', 'r'))), chunk.length)
+      for (const [j, [hot, cold, whole]] of values.entries()) {
+        const run = readRun(hot, cold, whole)
+        if (run === undefined) {
           // The run expired or was evicted with its waiting batch: its entry goes too.
           await conn.call(() => conn.redis.zrem(index, chunk[j]!))
           continue
         }
-        const run = JSON.parse(json) as RunRecord
         if (run.waiting != null) out.push(run)
       }
     }
@@ -199,17 +206,17 @@ export class RedisRunState implements RunStateStore {
           }
           start = read
         }
-        const { version, json, hash } = start
+        const { version, stored, hash } = start
         start = undefined
         if (entry !== undefined) entry.requestHash = hash
-        const run = JSON.parse(json) as RunRecord
+        const run = joinRun(stored)
         const wasWaiting = run.waiting != null
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
         const next = this.#nextVersion()
-        const written = await this.#write(run, version, next, extras, entry?.requestHash !== hash ? entry : undefined, hash, wasWaiting)
+        const written = await this.#write(run, stored, version, next, extras, entry?.requestHash !== hash ? entry : undefined, hash, wasWaiting)
         if (written.kind === 'ok') {
-          this.#remember(runId, next, written.json)
+          this.#remember(runId, next, written.stored)
           return { found: true, value }
         }
         this.#lastWritten.delete(runId)
@@ -233,10 +240,10 @@ export class RedisRunState implements RunStateStore {
   }
 
   /** Keeps what was just written of a run, for its next update. */
-  #remember (runId: string, version: string, json: string): void {
+  #remember (runId: string, version: string, stored: StoredRun): void {
     this.#lastWritten.delete(runId)
     if (this.#lastWritten.size >= MAX_LAST_WRITTEN) this.#lastWritten.delete(this.#lastWritten.keys().next().value!)
-    this.#lastWritten.set(runId, { version, json })
+    this.#lastWritten.set(runId, { version, stored })
   }
 
   /**
@@ -260,41 +267,55 @@ export class RedisRunState implements RunStateStore {
     let fields: Array<string | null>
     let recordedHash: string | null = null
     if (batchId === undefined) {
-      fields = await this.#conn.call(() => redis.hmget(key, 'v', 'r'))
+      fields = await this.#conn.call(() => redis.hmget(key, 'v', 'h', 'c', 'r'))
     } else {
       [fields, recordedHash] = await this.#conn.call(async () => {
-        const replies = await redis.multi().hmget(key, 'v', 'r').hget(this.#conn.key('batchids', runId), batchId).exec()
+        const replies = await redis.multi().hmget(key, 'v', 'h', 'c', 'r').hget(this.#conn.key('batchids', runId), batchId).exec()
         if (replies === null) throw new Error('the read of the run was aborted')
         for (const [err] of replies) if (err !== null) throw err
         return replies.map(([, reply]) => reply) as [Array<string | null>, string | null]
       }, 4)
     }
-    const [version, json] = fields
-    return version == null || json == null ? undefined : { version, json, hash: recordedHash ?? undefined }
+    const [version, hot, cold, whole] = fields
+    const stored = version == null ? undefined : decodeStored(hot, cold, whole, this.#lastWritten.get(runId)?.stored)
+    return stored === undefined ? undefined : { version: version!, stored, hash: recordedHash ?? undefined }
   }
 
-  /** The compare-and-set from `version` to `next`; `recorded` is `extras.entry` when `fn` recorded its batch id, `hash` what its entry was taken to be. */
-  async #write (run: RunRecord, version: string, next: string, extras: UpdateExtras, recorded: UpdateExtras['entry'], hash: string | undefined, wasWaiting: boolean): Promise<WriteOutcome> {
+  /**
+   * The compare-and-set from `version` to `next` of `run`, updated from
+   * `from`: the hot part always, the cold part only when it changed or was
+   * not stored in this form yet. `recorded` is `extras.entry` when `fn`
+   * recorded its batch id, `hash` what its entry was taken to be.
+   */
+  async #write (run: RunRecord, from: StoredRun, version: string, next: string, extras: UpdateExtras, recorded: UpdateExtras['entry'], hash: string | undefined, wasWaiting: boolean): Promise<WriteOutcome> {
     const now = this.#opts.now()
     const { record } = extras
-    const json = JSON.stringify(run)
+    const hotJson = hotJsonOf(run)
+    const coldChanged = !sameCold(run, from.cold)
+    const coldJson = coldChanged ? coldJsonOf(run) : from.coldJson
+    const [exp, owner, batchId] = leaseFields(run)
     const conn = this.#conn
     const answer = await conn.eval(UPDATE_RUN,
       [conn.key('run', run.runId), conn.key('batches', run.runId), conn.key('batchids', run.runId), conn.key('journal', run.runId), ...conn.indexKeys(run.tenant), conn.key('idx', 'waiting'),
         conn.writeAheadKey(run), conn.key('waiting', run.tenant)],
-      [version, json, now, this.#ttl(run, now), run.runId, run.state, leaseOf(run),
+      [version, hotJson, now, this.#ttl(run, now), run.runId, run.state, exp,
         this.#opts.receiptRetentionMs, this.#opts.runTtlMs, extras.dropBatches === true ? '1' : '0', conn.key('op', ''),
         record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
         recorded?.batchId ?? '', recorded?.requestHash ?? '',
         run.waiting != null ? String(run.waiting.expiresAt) : wasWaiting ? '-' : '',
         next, extras.entry?.batchId ?? '', hash ?? '', this.#opts.maxWaitingPerTenant, conn.key('run', ''),
-        extras.answeredWrites == null ? '' : extras.answeredWrites.length === 0 ? '-' : extras.answeredWrites.join(',')])
-    if (answer === 1) return { kind: 'ok', json }
+        extras.answeredWrites == null ? '' : extras.answeredWrites.length === 0 ? '-' : extras.answeredWrites.join(','),
+        coldChanged || !from.coldStored ? coldJson : '', owner, batchId])
+    if (answer === 1) {
+      const cold = coldChanged ? decodeCold(coldJson) : from.cold
+      return { kind: 'ok', stored: { cold, coldJson, hotJson, coldStored: true } }
+    }
     if (answer === 0) return { kind: 'gone' }
     if (answer === -3) return { kind: 'quota' }
-    const [foundVersion, foundJson, foundHash] = Array.isArray(answer) ? answer as unknown[] : []
-    if (typeof foundJson !== 'string') return { kind: 'conflict', found: undefined }
-    return { kind: 'conflict', found: { version: String(foundVersion), json: foundJson, hash: typeof foundHash === 'string' && foundHash !== '' ? foundHash : undefined } }
+    const [foundVersion, foundHot, foundHash, foundCold, foundWhole] = Array.isArray(answer) ? answer as unknown[] : []
+    const stored = decodeStored(foundHot, foundCold, foundWhole, from)
+    if (stored === undefined) return { kind: 'conflict', found: undefined }
+    return { kind: 'conflict', found: { version: String(foundVersion), stored, hash: typeof foundHash === 'string' && foundHash !== '' ? foundHash : undefined } }
   }
 
   /** Idle expiry as in the memory store, but never before a valid lease runs out. */
@@ -316,8 +337,13 @@ export class RedisRunState implements RunStateStore {
   }
 }
 
-function leaseOf (run: RunRecord): string {
-  return run.inFlight === null ? '' : String(Math.ceil(run.inFlight.leaseExpiresAt))
+/** A run as read from its hash's fields (`h`, `c`, `r`), decoded afresh: undefined when it is gone. */
+function readRun (hot: unknown, cold: unknown, whole: unknown): RunRecord | undefined {
+  if (typeof whole === 'string' && whole !== '') return JSON.parse(whole) as RunRecord
+  if (typeof hot !== 'string' || typeof cold !== 'string') return undefined
+  const run = JSON.parse(hot) as RunRecord
+  Object.assign(run, JSON.parse(cold))
+  return run
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

@@ -4,8 +4,11 @@
  * atomically inside Redis, so a run's record, its indexes and its TTLs never
  * disagree between replicas.
  *
- * Keys (P is the prefix): `P run:<id>` a hash {v: version, r: record JSON,
- * rx: time until which the run's receipts are kept}; `P batchids:<id>` a
+ * Keys (P is the prefix): `P run:<id>` a hash {v: version, h and c: the
+ * record's hot and cold parts, lo, lb, le: its lease (see redis-run-form.ts),
+ * i: its incarnation, rx: time until which the run's receipts are kept,
+ * w: '1' while it waits} (a record of an earlier version: the whole record
+ * in `r`); `P batchids:<id>` a
  * hash batchId → hash of its calls, for every batch id the run was sent (kept
  * out of the record, so an update moves a record of the same size however
  * many batches the run had); `P batches:<id>` a hash batchId → a finished
@@ -31,6 +34,13 @@ export function script (name: string, lua: string): Script {
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex') }
 }
 
+/** Shared by create, update and take-over: the lease's fields of the run's hash (see redis-run-form.ts); `exp` '' for none. */
+export const LEASE = `
+local function setLease (key, exp, owner, batchId)
+  if exp == '' then redis.call('HDEL', key, 'lo', 'lb', 'le') else redis.call('HSET', key, 'lo', owner, 'lb', batchId, 'le', exp) end
+end
+`
+
 /** Shared by create and update: the run in its indexes. KEYS[ix..ix+4] are runs, active, ended, leased, and the run's tenant's runs. */
 const INDEX = `
 local function index (ix, runId, exp, state, lease)
@@ -44,8 +54,9 @@ end
 
 /**
  * KEYS: run, idx:runs, idx:active, idx:ended, idx:leased, tenant.
- * ARGV: runId, record JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version,
- * most runs per tenant (0: no bound), the run's incarnation (incarnationKey, kept as field `i`).
+ * ARGV: runId, hot part JSON, now, ttl, state, lease expiry or '', maxRuns, prefix, scan limit, version,
+ * most runs per tenant (0: no bound), the run's incarnation (incarnationKey, kept as field `i`),
+ * cold part JSON, lease owner, lease batch id.
  * Answers 0 when the run exists, -2 when its tenant holds its quota of runs
  * (checked first: a tenant at its quota evicts nobody), -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
@@ -53,7 +64,7 @@ end
  * with no batch ids, batch answers or journal: those of an earlier run of
  * the same id (expired or evicted) are dropped (SPEC section 19).
  */
-export const CREATE_RUN = script('create-run', INDEX + `
+export const CREATE_RUN = script('create-run', INDEX + LEASE + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local now = tonumber(ARGV[3])
 for i = 2, 5 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
@@ -86,7 +97,8 @@ if redis.call('ZCARD', KEYS[2]) >= maxRuns then
 end
 -- A new incarnation of the id: nothing an earlier run of it left is listed or replayed (its receipts stay, by operation id).
 redis.call('DEL', prefix .. 'batchids:' .. ARGV[1], prefix .. 'batches:' .. ARGV[1], prefix .. 'journal:' .. ARGV[1])
-redis.call('HSET', KEYS[1], 'v', ARGV[10], 'r', ARGV[2], 'rx', '0', 'i', ARGV[12] or '')
+redis.call('HSET', KEYS[1], 'v', ARGV[10], 'h', ARGV[2], 'c', ARGV[13], 'rx', '0', 'i', ARGV[12])
+setLease(KEYS[1], ARGV[6], ARGV[14], ARGV[15])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 index(2, ARGV[1], now + tonumber(ARGV[4]), ARGV[5], ARGV[6])
 return 1
@@ -97,7 +109,7 @@ return 1
  * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant, idx:waiting,
  * wal (the run's write-ahead records: answered, so deleted, with a stored batch record),
  * waiting:<tenant> (the tenant's runs with a waiting batch).
- * ARGV: version read, record JSON, now, ttl, runId, state, lease expiry or '',
+ * ARGV: version read, hot part JSON, now, ttl, runId, state, lease expiry or '',
  * receipt retention, receipt slack, '1' to drop the batch ids and records,
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
  * a batch id to record (its batchId and hash; '' for none), and the run's
@@ -108,25 +120,31 @@ return 1
  * the tenant with a waiting batch (0: no bound), the prefix of run keys, and
  * which write-ahead records a stored batch record answers ('' every one of
  * the run, '-' none, else comma-separated operation ids: a batch that shared
- * its run's lease answers only its own). The version covers
+ * its run's lease answers only its own), the cold part JSON ('' when
+ * unchanged: then a record of the earlier form, `r`, was not read), the
+ * lease's owner and batch id. The version covers
  * the batch ids read with it: a batch id is recorded only in a write that
  * changes the version; an entry that was assumed, not read, is checked here.
  * Answers 1 when written, 0 when the run is gone, -3 when the write would
  * make the run wait while its tenant has its quota of waiting runs (checked
  * and counted here, atomically: replicas racing cannot both pass it; a run
  * waits while its key holds `w`), and when another write came
- * first (or the entry is not as assumed) the version, record and entry's hash
- * it found, so the writer can try again at once.
+ * first (or the entry is not as assumed) the version, hot part, entry's hash,
+ * cold part and whole record of the earlier form it found, so the writer can
+ * try again at once.
  * The run's receipts are kept until `rx`, at least retention after the run's
  * expiry; when the run outlives that, every receipt's TTL is pushed on by the
  * slack too, so this loop runs about once per slack, not once per update.
  */
-export const UPDATE_RUN = script('update-run', INDEX + `
+export const UPDATE_RUN = script('update-run', INDEX + LEASE + `
 local version = redis.call('HGET', KEYS[1], 'v')
 if not version then return 0 end
 local entry = ''
 if ARGV[18] ~= '' then entry = redis.call('HGET', KEYS[3], ARGV[18]) or '' end
-if version ~= ARGV[1] or entry ~= ARGV[19] then return { version, redis.call('HGET', KEYS[1], 'r'), entry } end
+if version ~= ARGV[1] or entry ~= ARGV[19] then
+  local found = redis.call('HMGET', KEYS[1], 'h', 'c', 'r')
+  return { version, found[1], entry, found[2], found[3] }
+end
 local waits = ARGV[16] ~= '' and ARGV[16] ~= '-'
 local quota = tonumber(ARGV[20] or '0')
 if waits and quota > 0 and redis.call('HGET', KEYS[1], 'w') ~= '1' and redis.call('ZCARD', KEYS[12]) >= quota then
@@ -138,7 +156,12 @@ if waits and quota > 0 and redis.call('HGET', KEYS[1], 'w') ~= '1' and redis.cal
 end
 local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local exp = now + ttl
-redis.call('HSET', KEYS[1], 'v', ARGV[17], 'r', ARGV[2])
+redis.call('HSET', KEYS[1], 'v', ARGV[17], 'h', ARGV[2])
+if ARGV[23] ~= '' then
+  redis.call('HSET', KEYS[1], 'c', ARGV[23])
+  redis.call('HDEL', KEYS[1], 'r')
+end
+setLease(KEYS[1], ARGV[7], ARGV[24], ARGV[25])
 redis.call('PEXPIRE', KEYS[1], ttl)
 if ARGV[12] ~= '' then
   redis.call('HSET', KEYS[2], ARGV[12], ARGV[13])
@@ -244,7 +267,8 @@ return { redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2]), redis.call(
  * cursor run id ('' for none), count.
  * Up to `count` of the tenant's runs, newest expiry first, after the cursor
  * (a lower score, or the same score and a lower id): a flat array of
- * score and record JSON pairs. Drops entries whose run expired or was
+ * triples: score, hot part and cold part JSON (for a record of the earlier
+ * form: score, whole record JSON, ''). Drops entries whose run expired or was
  * evicted (their record is gone), so the index stays as small as the runs
  * held within their time to live.
  */
@@ -260,11 +284,17 @@ while found < count do
   for i = 1, #chunk, 2 do
     local id, score = chunk[i], chunk[i + 1]
     if cursorId == '' or tonumber(score) ~= tonumber(cursorScore) or id < cursorId then
-      local json = redis.call('HGET', prefix .. 'run:' .. id, 'r')
-      if json then
+      local f = redis.call('HMGET', prefix .. 'run:' .. id, 'h', 'c', 'r')
+      if f[3] or f[1] then
         if found < count then
           out[#out + 1] = score
-          out[#out + 1] = json
+          if f[3] then
+            out[#out + 1] = f[3]
+            out[#out + 1] = ''
+          else
+            out[#out + 1] = f[1]
+            out[#out + 1] = f[2] or ''
+          end
           found = found + 1
         end
       else

@@ -9,6 +9,21 @@
 import { script } from './redis-scripts.js'
 
 /**
+ * Shared by UNINDEX_UNCERTAIN and RUN_OF_UNCERTAIN: the creation time of the
+ * run at key `run` as '%d' formats it, from its incarnation field `i`
+ * (decoding the whole record only for one of the earlier form, in `r`);
+ * nil when the run is gone.
+ */
+const CREATED_AT = `
+local function createdAt (run)
+  local f = redis.call('HMGET', run, 'i', 'r')
+  if f[2] then return string.format('%d', cjson.decode(f[2]).createdAt) end
+  if f[1] and f[1] ~= '' then return string.match(f[1], '^[^ ]*') end
+  return nil
+end
+`
+
+/**
  * Shared by INDEX_UNCERTAIN and the write-ahead take-over: notes the run of
  * the operation ids in ARGV from `first` on, kept the run's remaining time
  * plus the slack; 0 and nothing when the run is gone.
@@ -44,16 +59,16 @@ return note(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 5)
  * kept in `ures` as long as a receipt of the run would be: the run's
  * remaining time plus the retention. Nothing is kept when the run is gone.
  */
-export const UNINDEX_UNCERTAIN = script('unindex-uncertain', `
+export const UNINDEX_UNCERTAIN = script('unindex-uncertain', CREATED_AT + `
 redis.call('ZREM', KEYS[2], ARGV[1])
 local runId = redis.call('GET', KEYS[1])
 if not runId then return 0 end
 redis.call('DEL', KEYS[1])
 local run = ARGV[2] .. runId
 local ttl = redis.call('PTTL', run)
-local record = redis.call('HGET', run, 'r')
-if ttl <= 0 or not record then return 0 end
-redis.call('HSET', KEYS[3], 'run', runId, 'created', string.format('%d', cjson.decode(record).createdAt))
+local created = ttl > 0 and createdAt(run)
+if not created then return 0 end
+redis.call('HSET', KEYS[3], 'run', runId, 'created', created)
 redis.call('PEXPIRE', KEYS[3], ttl + tonumber(ARGV[3]))
 return 1
 `)
@@ -63,7 +78,7 @@ return 1
  * or resolved since, while that run is held (a resolved one: that very run,
  * not a later one of the same id).
  */
-export const RUN_OF_UNCERTAIN = script('run-of-uncertain', `
+export const RUN_OF_UNCERTAIN = script('run-of-uncertain', CREATED_AT + `
 local runId = redis.call('GET', KEYS[1])
 if runId then
   if redis.call('EXISTS', ARGV[1] .. runId) == 1 then return runId end
@@ -71,8 +86,7 @@ if runId then
 end
 local resolved = redis.call('HMGET', KEYS[2], 'run', 'created')
 if not resolved[1] then return false end
-local record = redis.call('HGET', ARGV[1] .. resolved[1], 'r')
-if not record or string.format('%d', cjson.decode(record).createdAt) ~= resolved[2] then return false end
+if createdAt(ARGV[1] .. resolved[1]) ~= resolved[2] then return false end
 return resolved[1]
 `)
 

@@ -1,8 +1,8 @@
 import { type RunIdentity, isIncarnation } from '../model/incarnation.js'
 import { randomUUID } from 'node:crypto'
-import type { RunRecord } from '../model/run.js'
 import type { Uncertainty } from '../model/uncertainty.js'
 import type { RedisConnection } from './redis-connection.js'
+import { decodeStored, hotJsonOf, joinRun } from './redis-run-form.js'
 import { RECORD_WRITES, TAKE_OVER } from './redis-write-ahead-scripts.js'
 import { StoreUnavailableError } from './records.js'
 import { type LeaseHolder, type PendingWrite, type WriteAhead, takeOver } from './write-ahead.js'
@@ -48,14 +48,15 @@ export class RedisWriteAhead implements WriteAhead {
     const walKey = conn.writeAheadKey(run)
     for (let attempt = 1; attempt <= MAX_TAKE_OVER_ATTEMPTS; attempt++) {
       const [fields, recorded] = await conn.call(async () => {
-        const replies = await conn.redis.multi().hmget(runKey, 'v', 'r').hvals(walKey).exec()
+        const replies = await conn.redis.multi().hmget(runKey, 'v', 'h', 'c', 'r').hvals(walKey).exec()
         if (replies === null) throw new Error('the read of the run was aborted')
         for (const [err] of replies) if (err !== null) throw err
         return replies.map(([, reply]) => reply) as [Array<string | null>, string[]]
       }, 2)
-      const [version, json] = fields
-      if (version == null || json == null) return undefined
-      const record = JSON.parse(json) as RunRecord
+      const [version, hot, cold, whole] = fields
+      const stored = version == null ? undefined : decodeStored(hot, cold, whole)
+      if (stored === undefined) return undefined
+      const record = joinRun(stored)
       if (!isIncarnation(record, run)) return undefined
       const writes = recorded.map((w) => JSON.parse(w) as PendingWrite)
       const leased = record.inFlight !== null
@@ -65,7 +66,8 @@ export class RedisWriteAhead implements WriteAhead {
       // Nothing recorded and no lapsed lease: nothing to write.
       if (!leased && writes.length === 0) return made
       const written = await conn.eval(TAKE_OVER, [runKey, walKey, conn.key('idx', 'leased'), conn.key('idx', 'uncertain')],
-        [version, `wal.${randomUUID()}`, JSON.stringify(record), writes.length, run.runId, now, this.#opts.runTtlMs, conn.key('uop', ''), ...made.map((u) => u.operationId)])
+        [version!, `wal.${randomUUID()}`, hotJsonOf(record), writes.length, run.runId, now, this.#opts.runTtlMs, conn.key('uop', ''),
+          stored.coldStored ? '' : stored.coldJson, ...made.map((u) => u.operationId)])
       if (written === 1) return made
       if (written === 0) return undefined
     }

@@ -4,6 +4,7 @@
  * key prefix per store, cleaned up on teardown).
  */
 import { randomUUID } from 'node:crypto'
+import { type Server, type Socket, connect, createServer } from 'node:net'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import type { Receipt } from '../../src/model/receipt.js'
@@ -142,5 +143,60 @@ export function makeReceipt (runId: string, operationId: string, over: Partial<R
     dispatch: { disposition: 'dispatched', attempts: 1 },
     timing: { dispatchedAt: at, completedAt: at, durationMs: 1 },
     ...over
+  }
+}
+
+/** How the test proxy to Redis treats connections (see `redisProxy`). */
+export type ProxyMode = 'open' | 'hold' | 'swallow' | 'refuse'
+
+/**
+ * A TCP proxy to the test Redis, closed on teardown. `open` forwards;
+ * `hold` keeps new connections waiting, their bytes buffered, until the mode
+ * is `open` again; `swallow` forwards nothing the client sends (a command in
+ * flight is never answered); `refuse` ends new connections at once. `drop`
+ * ends every connection.
+ */
+export async function redisProxy (t: Tap): Promise<{ port: number, mode: (m: ProxyMode) => void, drop: () => void }> {
+  const target = new URL(REDIS_URL)
+  const sockets = new Set<Socket>()
+  const held: Array<() => void> = []
+  let mode: ProxyMode = 'open'
+  const server: Server = createServer((client) => {
+    if (mode === 'refuse') {
+      client.destroy()
+      return
+    }
+    sockets.add(client)
+    client.on('error', () => {})
+    client.on('close', () => sockets.delete(client))
+    const buffered: Buffer[] = []
+    const buffer = (chunk: Buffer): void => { buffered.push(chunk) }
+    client.on('data', buffer)
+    const through = (): void => {
+      if (client.destroyed) return
+      const upstream = connect(Number(target.port || 6379), target.hostname)
+      sockets.add(upstream)
+      upstream.on('error', () => {})
+      upstream.on('close', () => { sockets.delete(upstream); client.destroy() })
+      client.on('close', () => upstream.destroy())
+      client.off('data', buffer)
+      for (const chunk of buffered) upstream.write(chunk)
+      client.on('data', (chunk: Buffer) => { if (mode !== 'swallow') upstream.write(chunk) })
+      upstream.pipe(client)
+    }
+    if (mode === 'hold') held.push(through)
+    else through()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }))
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('the proxy has no port')
+  return {
+    port: address.port,
+    mode: (m: ProxyMode) => {
+      mode = m
+      if (m === 'open') for (const go of held.splice(0)) go()
+    },
+    drop: () => { for (const s of sockets) s.destroy() }
   }
 }

@@ -114,7 +114,7 @@ t.test('a run record stays the same size however many batches the run had: batch
     })
     await store.completeBatch('r1', 'x', { batchId, requestHash: `hash_${batchId}`, responseJson: '{}', completedAt: Date.now() })
   }
-  const recordBytes = async (): Promise<number> => Buffer.byteLength((await raw.hget(`${prefix}run:r1`, 'r'))!)
+  const recordBytes = async (): Promise<number> => Buffer.byteLength((await raw.hget(`${prefix}run:r1`, 'h'))!) + Buffer.byteLength((await raw.hget(`${prefix}run:r1`, 'c'))!)
   await batch(0)
   const afterOne = await recordBytes()
   for (let i = 1; i < 200; i++) await batch(i)
@@ -138,12 +138,13 @@ t.test('a run last written here is updated without reading it first, and no writ
     monitor.close()
     await deleteByPrefix(prefix)
   })
-  // Reads of the run record, as Redis saw them; an ECHO seen by the monitor says it has caught up.
+  // Reads of the run record by the store's client, as Redis saw them; an ECHO seen by the monitor says it has caught up.
   const readsSoFar = async (): Promise<number> => {
     const mark = `${prefix}mark:${randomUUID()}`
     await raw.echo(mark)
     await monitor.seen(mark)
-    return monitor.lines.filter((l) => l.toLowerCase().includes(`"hmget" "${prefix}run:r1"`.toLowerCase())).length
+    // A script's own commands (shown as from `lua`) are not a read of the client's.
+    return monitor.lines.filter((l) => !l.includes(' lua]') && l.toLowerCase().includes(`"hmget" "${prefix}run:r1"`.toLowerCase())).length
   }
 
   await a.createRun(makeRun('r1', Date.now()))
@@ -233,3 +234,43 @@ async function monitorRedis (): Promise<{ lines: string[], seen: (text: string) 
     close: () => { socket.destroy() }
   }
 }
+
+t.test('a run written whole by an earlier version (field r) is read, checked by the scripts, and moved to the two-part form by its first write', { skip: noRedis ?? false }, async (t) => {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000 })
+  const raw = new Redis(REDIS_URL)
+  t.teardown(async () => {
+    await store.close()
+    raw.disconnect()
+    await deleteByPrefix(prefix)
+  })
+  const key = `${prefix}run:r1`
+  const now = Date.now()
+  // As the earlier version left a leased run: the whole record in r, beside its version and incarnation.
+  await store.createRun(makeRun('r1', now))
+  const old = makeRun('r1', now, { inFlight: { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now + 60_000 } })
+  old.counters.toolCalls = 5
+  await raw.hdel(key, 'h', 'c', 'lo', 'lb', 'le')
+  await raw.hset(key, 'v', 'old.1', 'r', JSON.stringify(old))
+  // Another store instance: nothing of the run is kept from a write of its own.
+  const reader = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000 })
+  t.teardown(() => reader.close())
+
+  t.same(await reader.getRun('r1'), old, 'read whole')
+  t.same((await reader.listRuns('acme', 10)).runs, [old], 'listed whole')
+  const write = { operationId: 'op_1', fingerprint: 'fp', conflictKey: null, callId: 'c1', tool: 'pay', batchId: 'b1', action: false }
+  t.equal(await reader.recordWrites(old, { owner: 'replica-a', batchId: 'b1' }, [write]), true, 'its lease is checked from the whole record')
+  t.equal(await reader.recordWrites(old, { owner: 'replica-b', batchId: 'b1' }, [write]), false, 'and another owner refused')
+
+  const seen = await reader.updateRun('r1', (run) => run.counters.toolCalls++)
+  t.same(seen, { found: true, value: 5 }, 'the first update starts from the whole record')
+  t.same(await raw.hmget(key, 'r', 'lo', 'lb'), [null, 'replica-a', 'b1'], 'and writes the two-part form, its lease as fields, without r')
+  t.same(JSON.parse((await raw.hget(key, 'c'))!), { runId: 'r1', tenant: 'acme', options: old.options, createdAt: now }, 'the cold part written once')
+  const after = await store.getRun('r1')
+  t.equal(after?.counters.toolCalls, 6, 'read back by every store')
+  t.same(after?.options, old.options)
+  t.equal(await store.recordWrites(old, { owner: 'replica-a', batchId: 'b1' }, [write]), true, 'the lease is checked from its fields')
+  await store.updateRun('r1', (run) => { run.inFlight = null })
+  t.same(await raw.hmget(key, 'lo', 'lb', 'le'), [null, null, null], 'a released lease leaves no fields')
+  t.equal(await store.recordWrites(old, { owner: 'replica-a', batchId: 'b1' }, [write]), false, 'and records no write')
+})

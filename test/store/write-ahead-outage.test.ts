@@ -10,46 +10,12 @@
  * once. Skipped, saying why, when no Redis answers at TOOLGATE_TEST_REDIS_URL.
  */
 import { randomUUID } from 'node:crypto'
-import { type Server, type Socket, connect, createServer } from 'node:net'
 import t from 'tap'
 import { RedisStore } from '../../src/store/redis.js'
 import { buildTestApp, post, sleep, startExecutor, tool } from '../helper.js'
-import { REDIS_URL, deleteByPrefix, redisUnavailable } from './harness.js'
+import { deleteByPrefix, redisProxy, redisUnavailable } from './harness.js'
 
 const noRedis = await redisUnavailable()
-
-/** A TCP proxy to the test Redis that the test can cut (every connection dropped, new ones refused) and restore. */
-async function redisProxy (t: { teardown: (fn: () => unknown) => void }): Promise<{ port: number, cut: () => void, restore: () => void }> {
-  const target = new URL(REDIS_URL)
-  const sockets = new Set<Socket>()
-  let open = true
-  const server: Server = createServer((client) => {
-    if (!open) {
-      client.destroy()
-      return
-    }
-    const upstream = connect(Number(target.port || 6379), target.hostname)
-    for (const s of [client, upstream]) {
-      sockets.add(s)
-      s.on('error', () => {})
-      s.on('close', () => { sockets.delete(s); client.destroy(); upstream.destroy() })
-    }
-    client.pipe(upstream)
-    upstream.pipe(client)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }))
-  const address = server.address()
-  if (address === null || typeof address === 'string') throw new Error('the proxy has no port')
-  return {
-    port: address.port,
-    cut: () => {
-      open = false
-      for (const s of sockets) s.destroy()
-    },
-    restore: () => { open = true }
-  }
-}
 
 t.test('a Redis outage mid-batch sends nothing twice: the resend answers the sent write uncertain and runs the unsent one', { skip: noRedis ?? false }, async (t) => {
   const prefix = `toolgate-test:${randomUUID()}:`
@@ -75,13 +41,14 @@ t.test('a Redis outage mid-batch sends nothing twice: the resend answers the sen
   const batch = { batchId: 'b1', calls: [{ id: 'c1', name: 'pay', arguments: { acct: 'a', amount: 5 } }, { id: 'c2', name: 'pay', arguments: { acct: 'a', amount: 7 } }] }
   const during = post(app, '/v1/runs/out/batches', batch)
   await first
-  proxy.cut()
+  proxy.mode('refuse')
+  proxy.drop()
   answer()
   const cutShort = await during
   t.not(cutShort.status, 200, 'its answer could not be stored')
   t.same(ex.calls.map((c) => c.callId), ['c1'], 'c2 could not be recorded, so it was not sent')
 
-  proxy.restore()
+  proxy.mode('open')
   let resent = await post(app, '/v1/runs/out/batches', batch)
   for (let i = 0; i < 200 && resent.status !== 200; i++) {
     // Busy while the lease of the batch cut short lasts; 503 while the store reconnects.
