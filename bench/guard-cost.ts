@@ -1,40 +1,49 @@
 /**
- * What each run-level rule (src/guards/) costs a batch, in instructions
- * counted by valgrind's cachegrind (no hardware counters needed):
+ * What each run-level rule (src/guards/) costs a warm batch, in instructions
+ * counted by valgrind's callgrind (no hardware counters needed):
  *
- *   node dist/bench/guard-cost.js [--sizes 1,10] [--iterations 1000]
+ *   node dist/bench/guard-cost.js [--sizes 1,10] [--warmup 3000] [--window 2000]
  *     [--guards limits,loops,...] [--parallel 2] [--json]
  *
  * For each batch size, this build's service (`instructions-child.js`: a run
  * created, one batch through the engine on the memory store, the run ended,
- * a tool answering in-process) runs <iterations> times under cachegrind
- * with every guard, then with each guard left out (the engine's
- * `withoutGuards`), <parallel> processes at a time. Start-up is the same in each
- * (a guard is one object more or less), so the difference of two totals
- * over the iterations is what the guard costs a batch, on average over the
- * process's batches: its own work, and V8 compiling it. The service with
- * every guard is counted twice: the gap between the two is the noise (V8's
- * compiler and collector do not run at quite the same points), and a cost
- * below it is none that this can tell.
+ * a tool answering in-process) runs under callgrind with every guard, then
+ * with each guard left out (the engine's `withoutGuards`), then with every
+ * guard again; <parallel> processes at a time. Callgrind counts nothing
+ * until the child has run <warmup> iterations (V8 has compiled and optimized
+ * the batch path by then), then counts the next <window> and stops: start-up
+ * and warm-up are not in the figure at all. A guard's cost is the figure with
+ * every guard less the one without it. The second count with every guard is
+ * the noise (V8's compiler and collector do not run at quite the same
+ * points); a cost inside it is none this can tell.
+ *
+ * `--warmup 0 --window 300` gives the cold figure instead: a process's first
+ * 300 batches, mostly V8 parsing and compiling.
  */
+import { execFile, spawn } from 'node:child_process'
 import { realpathSync } from 'node:fs'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
-import { valgrindTotal } from './instructions.js'
+import { parseArgs, promisify } from 'node:util'
+import { instructionTotal } from './instructions.js'
 import { integerOption } from './options.js'
+
+const execFileText = promisify(execFile)
 
 /** The registered guards, in registration order (src/guards/index.ts). */
 export const GUARDS = ['limits', 'loops', 'approvals', 'write_ahead', 'retry_safety', 'tenant_key', 'arrivals'] as const
 
 export interface GuardCostOptions {
   sizes: number[]
-  iterations: number
+  /** Batches run before either count starts: V8 compiles and optimizes the batch path in them. */
+  warmup: number
+  /** Batches counted after the warm-up. */
+  window: number
   guards: string[]
   /** Counted processes at a time (each is one core's work; valgrind's counts do not depend on it). */
   parallel: number
 }
 
-/** One batch size's figures: instructions per iteration with every guard (twice: the noise), and without each. */
+/** One batch size's figures: instructions per warm batch with every guard (twice: the noise), and without each. */
 export interface SizeCost {
   size: number
   all: number
@@ -47,17 +56,54 @@ export interface SizeCost {
 const CHILD = fileURLToPath(new URL('./instructions-child.js', import.meta.url))
 const DIST = fileURLToPath(new URL('../', import.meta.url))
 
-/** Runs the child under cachegrind: every instruction it executed. */
+/**
+ * Runs the child under callgrind with instrumentation off until it is warm,
+ * on for its <iterations> (turned by vgdb while the child waits), off again:
+ * the instructions of those iterations only.
+ */
 async function count (size: number, warmup: number, iterations: number, without: string | undefined): Promise<number> {
+  const what = `the count of ${iterations} ${size}-call batches after ${warmup}${without === undefined ? '' : ` without ${without}`}`
   const args = [
-    '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
+    '--tool=callgrind', '--instr-atstart=no', '--vgdb=yes', '--callgrind-out-file=/dev/null',
     // V8 writes the code it runs: valgrind must see every write to it.
     '--smc-check=all-non-file',
     process.execPath,
     '--no-deprecation', '--predictable', '--predictable-gc-schedule', '--hash-seed=1', '--random-seed=1',
-    CHILD, DIST, String(size), String(warmup), String(iterations), ...(without === undefined ? [] : [without])
+    CHILD, '--window', DIST, String(size), String(warmup), String(iterations), ...(without === undefined ? [] : [without])
   ]
-  return await valgrindTotal(args, String(iterations), `the counted run of ${size}-call batches${without === undefined ? '' : ` without ${without}`}`)
+  return await new Promise<number>((resolvePromise, reject) => {
+    const child = spawn('valgrind', args, { stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    let turns = Promise.resolve()
+    const instrumentation = async (state: 'on' | 'off'): Promise<void> => {
+      const pid = /^==(\d+)==/m.exec(stderr)?.[1]
+      if (pid === undefined) throw new Error(`valgrind printed no process id:\n${stderr.slice(-2000)}`)
+      await execFileText('vgdb', [`--pid=${pid}`, 'instrumentation', state])
+      child.stdin.write('go\n')
+    }
+    let partial = ''
+    child.stdout.on('data', (c: Buffer) => {
+      const lines = (partial + c.toString()).split('\n')
+      partial = lines.pop() ?? ''
+      for (const line of lines) {
+        stdout += `${line}\n`
+        const state = line === 'warm' ? 'on' : line === 'counted' ? 'off' : undefined
+        if (state !== undefined) turns = turns.then(async () => { await instrumentation(state) }).catch((err: Error) => { child.kill(); reject(err) })
+      }
+    })
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString() })
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      reject(err.code === 'ENOENT' ? new Error('valgrind is not installed (Debian: apt-get install valgrind)') : err)
+    })
+    child.on('close', (code) => {
+      if (code !== 0 || stdout !== `warm\ncounted\n${iterations}\n`) {
+        reject(new Error(`${what} failed (exit ${String(code)}):\n${stdout.slice(-500)}\n${stderr.slice(-3000)}`))
+        return
+      }
+      try { resolvePromise(instructionTotal(stderr)) } catch (err) { reject(err) }
+    })
+  })
 }
 
 /** Runs `jobs`, `parallel` at a time; their answers in order. */
@@ -80,11 +126,11 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
   for (const size of opts.sizes) {
     const variants: Array<string | undefined> = [undefined, ...opts.guards, undefined]
     const totals = await pool(variants.map((g) => async () => {
-      const total = await count(size, 0, opts.iterations, g)
+      const total = await count(size, opts.warmup, opts.window, g)
       log(`${size}-call batches, ${g === undefined ? 'every guard' : `without ${g}`}: ${total} instructions`)
       return total
     }), opts.parallel)
-    const perBatch = (total: number | undefined): number => (total ?? 0) / opts.iterations
+    const perBatch = (total: number | undefined): number => (total ?? 0) / opts.window
     const all = perBatch(totals[0])
     const without: Record<string, number> = {}
     const cost: Record<string, number> = {}
@@ -92,7 +138,9 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
       without[g] = perBatch(totals[i + 1])
       cost[g] = all - without[g]
     })
-    out.push({ size, all, allAgain: perBatch(totals[totals.length - 1]), without, cost })
+    const figures = { size, all, allAgain: perBatch(totals[totals.length - 1]), without, cost }
+    log(`${size}-call batches: ${JSON.stringify(figures)}`)
+    out.push(figures)
   }
   return out
 }
@@ -100,12 +148,12 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
 export function guardCostMarkdown (costs: readonly SizeCost[], opts: GuardCostOptions): string {
   const n = (x: number): string => Math.round(x).toLocaleString('en-US')
   const lines = [
-    `Instructions per batch under cachegrind, over ${opts.iterations} iterations (create a run, one batch, end the run) of one process each; a guard's cost is the process with every guard less the one without it.`,
+    `Instructions per warm batch under callgrind (an iteration: create a run, one batch, end the run), counted over ${opts.window} iterations after ${opts.warmup} uncounted ones; a guard's cost is the figure with every guard less the one without it.`,
     '',
     `| guard | ${costs.map((c) => `${c.size}-call batch`).join(' | ')} |`,
     `| --- | ${costs.map(() => '---:').join(' | ')} |`,
     ...opts.guards.map((g) => `| ${g} | ${costs.map((c) => n(c.cost[g] ?? 0)).join(' | ')} |`),
-    `| every guard (the whole iteration, start-up spread over it) | ${costs.map((c) => n(c.all)).join(' | ')} |`,
+    `| every guard (the whole iteration) | ${costs.map((c) => n(c.all)).join(' | ')} |`,
     `| noise: every guard counted again, less the first | ${costs.map((c) => n(c.allAgain - c.all)).join(' | ')} |`
   ]
   return lines.join('\n')
@@ -115,7 +163,8 @@ async function main (): Promise<void> {
   const { values } = parseArgs({
     options: {
       sizes: { type: 'string', default: '1,10' },
-      iterations: { type: 'string', default: '1000' },
+      warmup: { type: 'string', default: '3000' },
+      window: { type: 'string', default: '2000' },
       parallel: { type: 'string', default: '2' },
       guards: { type: 'string', default: GUARDS.join(',') },
       json: { type: 'boolean', default: false }
@@ -123,7 +172,8 @@ async function main (): Promise<void> {
   })
   const opts: GuardCostOptions = {
     sizes: values.sizes.split(',').map((s) => integerOption('sizes', s, 1)),
-    iterations: integerOption('iterations', values.iterations, 1),
+    warmup: integerOption('warmup', values.warmup, 0),
+    window: integerOption('window', values.window, 1),
     parallel: integerOption('parallel', values.parallel, 1),
     guards: values.guards.split(',').filter((g) => g !== '')
   }

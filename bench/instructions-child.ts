@@ -2,7 +2,7 @@
  * One build's batches with nothing in the way that changes from run to run,
  * for `instructions.ts` to count under callgrind:
  *
- *   node instructions-child.js <dist> <batchSize> <warmup> <iterations> [<guard>]
+ *   node instructions-child.js [--window] <dist> <batchSize> <warmup> <iterations> [<guard>]
  *
  * The build in <dist> is loaded in this process and driven through
  * `app.inject` (no sockets); its one tool answers from an in-process
@@ -12,16 +12,21 @@
  * run: <warmup> of them, then <iterations>. Prints the iterations done.
  * <guard> names a registered run-level rule the service runs without
  * (`guard-cost.ts`); a build that predates the option runs them all.
+ * With `--window`, it prints `warm` after the warm-up and `counted` after
+ * the iterations, and waits for a line on stdin after each: the time for the
+ * counting process to turn valgrind's instrumentation on and off.
  */
 import { Writable } from 'node:stream'
 import { pathToFileURL } from 'node:url'
 import { resolve } from 'node:path'
 
-const [dist, ...rest] = process.argv.slice(2)
+const argv = process.argv.slice(2)
+const window = argv[0] === '--window'
+const [dist, ...rest] = window ? argv.slice(1) : argv
 const [batchSize, warmup, iterations] = rest.slice(0, 3).map(Number)
 const without = rest[3]
 if (dist === undefined || ![batchSize, warmup, iterations].every((n) => Number.isInteger(n) && n! >= 0) || batchSize === 0) {
-  throw new TypeError('Usage: instructions-child.js <dist> <batchSize> <warmup> <iterations> [<guard>]')
+  throw new TypeError('Usage: instructions-child.js [--window] <dist> <batchSize> <warmup> <iterations> [<guard>]')
 }
 
 /** What this child uses of a build: true of every build since tools could be imported from MCP servers. */
@@ -73,7 +78,17 @@ async function iterate (count: number, tag: string): Promise<void> {
 // No collection forced between the two: a full collection asked for by gc() makes V8 throw away
 // much of the optimized code (deoptimized for weak objects), which the counted iterations would
 // then compile again. Both runs of a build do the same warm-up, so they reach the count alike.
+/** Says `what` and waits for the line that answers it (`--window` only). */
+async function handOver (what: string): Promise<void> {
+  if (!window) return
+  const answered = new Promise((resolveLine) => process.stdin.once('data', resolveLine))
+  process.stdout.write(`${what}\n`)
+  await answered
+}
 await iterate(warmup!, 'w')
+await handOver('warm')
 await iterate(iterations!, 'm')
+await handOver('counted')
+process.stdin.destroy()
 await app.close()
 process.stdout.write(`${iterations}\n`)

@@ -36,6 +36,13 @@ export interface McpEndpointCost {
   addedP50Ms: { proxy: number, toolgate: number }
   addedP99Ms: { proxy: number, toolgate: number }
   callsPerSec: Per<number>
+  /**
+   * CPU time (user + system) of the target's own process per call, over the
+   * calls one after another: the upstream's for direct, the proxy's, and
+   * toolgate's (the upstream's share of those calls not counted). Steadier
+   * than the latencies on a loaded machine.
+   */
+  cpuUsPerCall: Per<number>
   /** toolgate over the proxy, paired by round. */
   toolgateOverProxy: number
   /** Calls that answered no result, or one with isError, by target. */
@@ -80,7 +87,8 @@ async function callOnce (client: Client, tool: string): Promise<boolean> {
   }
 }
 
-export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLevel: string, log: (line: string) => void): Promise<McpEndpointCost> {
+/** `toolgateFlags`: node flags of toolgate's process (`--cpu-prof`, say). */
+export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLevel: string, log: (line: string) => void, toolgateFlags: string[] = []): Promise<McpEndpointCost> {
   const children: BenchChild[] = []
   const open: Sessions[] = []
   try {
@@ -88,10 +96,11 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
     children.push(upstream)
     const [proxy, toolgate] = await Promise.all([
       startChild('mcp-proxy', [upstream.url], { startTimeoutMs: 60_000 }),
-      startChild('toolgate-mcp', [upstream.url, logLevel], { startTimeoutMs: 60_000 })
+      startChild('toolgate-mcp', [upstream.url, logLevel], { startTimeoutMs: 60_000, nodeFlags: toolgateFlags })
     ])
     children.push(proxy, toolgate)
     const urls: Per<string> = { direct: upstream.url, proxy: proxy.url, toolgate: `${toolgate.url}/mcp` }
+    const processes: Per<BenchChild> = { direct: upstream, proxy, toolgate }
     const targets = {} as Per<Sessions>
     for (const name of NAMES) {
       targets[name] = await sessionsOn(name, urls[name], s.concurrency)
@@ -101,17 +110,20 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
     const p50 = { direct: [], proxy: [], toolgate: [] } as Per<number[]>
     const p99 = { direct: [], proxy: [], toolgate: [] } as Per<number[]>
     const rate = { direct: [], proxy: [], toolgate: [] } as Per<number[]>
+    const cpu = { direct: [], proxy: [], toolgate: [] } as Per<number[]>
     // Round 0 warms the JIT and the sessions and is not kept.
     for (let round = 0; round <= s.rounds; round++) {
       if (round > 0) log(`MCP /mcp rows, round ${round} of ${s.rounds}`)
       for (const name of rotate(NAMES, round)) {
         const { clients, tool } = targets[name]
         const times: number[] = []
+        const cpu0 = (await processes[name].cpu()).cpuUs
         for (let i = 0; i < s.calls; i++) {
           const t0 = performance.now()
           if (!(await callOnce(clients[0]!, tool))) errors[name]++
           times.push(performance.now() - t0)
         }
+        const cpuPerCall = ((await processes[name].cpu()).cpuUs - cpu0) / s.calls
         let done = 0
         const end = performance.now() + s.windowMs
         const t0 = performance.now()
@@ -126,6 +138,7 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
         p50[name].push(percentile(times, 50))
         p99[name].push(percentile(times, 99))
         rate[name].push(done / elapsed)
+        cpu[name].push(cpuPerCall)
       }
     }
     const added = (xs: Per<number[]>, name: 'proxy' | 'toolgate'): number => sig(median(xs[name].map((x, i) => x - xs.direct[i]!)))
@@ -138,6 +151,7 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
       addedP50Ms: { proxy: added(p50, 'proxy'), toolgate: added(p50, 'toolgate') },
       addedP99Ms: { proxy: added(p99, 'proxy'), toolgate: added(p99, 'toolgate') },
       callsPerSec: per(rate),
+      cpuUsPerCall: per(cpu),
       toolgateOverProxy: sig(median(rate.toolgate.map((x, i) => x / rate.proxy[i]!))),
       errors,
       targetAddedP50Ms: 1

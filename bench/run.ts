@@ -9,13 +9,16 @@
  *   node dist/bench/run.js --out file.json # results elsewhere (smoke results go to the temp dir by default)
  *   node dist/bench/run.js --log-level warn
  *   node dist/bench/run.js --profile dir   # the floor and toolgate (both stores) under --cpu-prof instead: CPU per batch and where it went
+ *   node dist/bench/run.js --mcp-endpoint  # only the /mcp rows (direct, mcp-proxy, toolgate), printed as JSON (~1 minute)
+ *   node dist/bench/run.js --mcp-endpoint --cpu-prof dir  # the same, toolgate's process under --cpu-prof, its profile in dir
  */
 import { existsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { loadavg, tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { measureMcpEndpoint } from './mcp-endpoint.js'
 import { profileMarkdown, profileServices } from './profiling.js'
 import { markdown } from './report.js'
 import { FULL, SMOKE } from './settings.js'
@@ -39,7 +42,9 @@ async function main (): Promise<void> {
       rounds: { type: 'string' },
       out: { type: 'string' },
       'log-level': { type: 'string', default: 'info' },
-      profile: { type: 'string' }
+      profile: { type: 'string' },
+      'mcp-endpoint': { type: 'boolean', default: false },
+      'cpu-prof': { type: 'string' }
     }
   })
   const root = projectRoot()
@@ -54,6 +59,14 @@ async function main (): Promise<void> {
 
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds)
   if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1)) throw new TypeError(`Expected --rounds to be a positive integer, got ${values.rounds}`)
+  if (values['mcp-endpoint']) {
+    const base = (values.smoke ? SMOKE : FULL).mcpEndpoint
+    const profDir = values['cpu-prof']
+    const toolgateFlags = profDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(profDir)}`]
+    const cost = await measureMcpEndpoint({ ...base, ...(rounds === undefined ? {} : { rounds }) }, logLevel, log, toolgateFlags)
+    process.stdout.write(JSON.stringify({ loadavg: loadavg().map((x) => Math.round(x * 100) / 100), ...cost }, null, 2) + '\n')
+    return
+  }
   const results = await runBench({ smoke: values.smoke, root, logLevel, log, ...(rounds === undefined ? {} : { rounds }) })
   const out = values.out ?? (values.smoke ? join(tmpdir(), 'toolgate-bench-smoke.json') : join(root, 'bench', 'results.json'))
   await writeFile(out, JSON.stringify(results, null, 2) + '\n')

@@ -1,8 +1,12 @@
 /**
  * Configuration: read from the environment once at start, validated with
  * every problem reported at once, then frozen and passed in. Nothing else in
- * the code reads process.env.
+ * the code reads process.env. Each loop kind's two limits are settings too,
+ * made from the registered kinds (src/repeat/kinds/).
  */
+import { LOOP_KIND_LIST } from './repeat/kinds/index.js'
+import { MAX_LOOP_LIMIT } from './repeat/kinds/types.js'
+import { type LoopKinds, loopLimitSettings } from './repeat/loops.js'
 
 type Kind =
   | { kind: 'int', min: number, max: number }
@@ -12,25 +16,23 @@ type Kind =
   | { kind: 'enum', values: readonly string[] }
   | { kind: 'origins' }
 
-interface Setting { env: string, default: unknown, help: string, spec: Kind }
+export interface Setting { env: string, default: unknown, help: string, spec: Kind }
 
 const MiB = 1024 * 1024
 const int = (min: number, max: number): { kind: 'int', min: number, max: number } => ({ kind: 'int', min, max })
 
-/** Every setting, its environment variable, default and meaning. docs/configuration.md is checked against it. */
-export const SETTINGS = {
+/** The settings listed before the loop kinds' limits. */
+const BEFORE_LOOPS = {
   port: { env: 'PORT', default: 8080, help: 'TCP port to listen on.', spec: int(0, 65535) },
   host: { env: 'HOST', default: null, help: 'Address to listen on. Unset: 127.0.0.1 when the service runs open (no TOOLGATE_API_KEYS_FILE), 0.0.0.0 with keys.', spec: { kind: 'string' } },
   logLevel: { env: 'LOG_LEVEL', default: 'info', help: 'pino log level.', spec: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } },
   toolsFile: { env: 'TOOLGATE_TOOLS_FILE', default: null, help: 'JSON or YAML file of tool definitions loaded at start. Unset: the bundled examples and their example executor.', spec: { kind: 'string' } },
   apiKeysFile: { env: 'TOOLGATE_API_KEYS_FILE', default: null, help: 'JSON or YAML file of API keys. Unset: the service runs open (one tenant, every role) and warns.', spec: { kind: 'string' } },
-  maxConcurrentTools: { env: 'TOOLGATE_MAX_CONCURRENT_TOOLS', default: 8, help: 'Default cap of calls running at once inside an epoch.', spec: int(1, 256) },
-  cycleAdvisoryRepetitions: { env: 'TOOLGATE_CYCLE_ADVISORY_REPETITIONS', default: 3, help: 'Default of the run limit cycleAdvisoryRepetitions: whole repetitions of a 2- or 3-call cycle that give an advisory; 0 disables.', spec: int(0, 1_000_000) },
-  cycleTerminationRepetitions: { env: 'TOOLGATE_CYCLE_TERMINATION_REPETITIONS', default: 6, help: 'Default of cycleTerminationRepetitions: repetitions of a cycle that terminate the run (repeat_cycle); 0 disables.', spec: int(0, 1_000_000) },
-  consecutiveErrorAdvisory: { env: 'TOOLGATE_CONSECUTIVE_ERROR_ADVISORY', default: 3, help: 'Default of consecutiveErrorAdvisory: failed calls in a row (error or rejected) that give an advisory; 0 disables.', spec: int(0, 1_000_000) },
-  consecutiveErrorTermination: { env: 'TOOLGATE_CONSECUTIVE_ERROR_TERMINATION', default: 10, help: 'Default of consecutiveErrorTermination: failed calls in a row that terminate the run (consecutive_errors); 0 disables.', spec: int(0, 1_000_000) },
-  noProgressAdvisory: { env: 'TOOLGATE_NO_PROGRESS_ADVISORY', default: 10, help: 'Default of noProgressAdvisory: identical answers in a row to one exempt call that give an advisory; 0 disables.', spec: int(0, 1_000_000) },
-  noProgressTermination: { env: 'TOOLGATE_NO_PROGRESS_TERMINATION', default: 30, help: 'Default of noProgressTermination: identical answers in a row that terminate the run (no_progress); 0 disables.', spec: int(0, 1_000_000) },
+  maxConcurrentTools: { env: 'TOOLGATE_MAX_CONCURRENT_TOOLS', default: 8, help: 'Default cap of calls running at once inside an epoch.', spec: int(1, 256) }
+} as const satisfies Record<string, Setting>
+
+/** The settings listed after the loop kinds' limits. */
+const AFTER_LOOPS = {
   maxCallsPerBatch: { env: 'TOOLGATE_MAX_CALLS_PER_BATCH', default: 128, help: 'Most calls one batch may hold.', spec: int(1, 10000) },
   runTtlSeconds: { env: 'TOOLGATE_RUN_TTL_SECONDS', default: 3600, help: 'Idle runs expire after this many seconds.', spec: int(1, 31 * 24 * 3600) },
   maxRuns: { env: 'TOOLGATE_MAX_RUNS', default: 100000, help: 'Most runs held at once; ended runs are evicted first, then the least recently used idle ones.', spec: int(1, 100_000_000) },
@@ -66,15 +68,24 @@ export const SETTINGS = {
   recoveryConcurrency: { env: 'TOOLGATE_RECOVERY_CONCURRENCY', default: 4, help: 'Status URL questions in flight at once per process (recovery of uncertain writes).', spec: int(1, 256) }
 } as const satisfies Record<string, Setting>
 
-type Settings = typeof SETTINGS
+/** Every setting of a list of loop kinds (the registered ones, or a test's), in the order `--help` and the docs give them. */
+export function settingsWith (kinds: LoopKinds): Readonly<Record<string, Setting>> {
+  const loops = Object.fromEntries(loopLimitSettings(kinds).map((s) => [s.name, { env: s.env, default: s.default, help: s.help, spec: int(0, MAX_LOOP_LIMIT) }]))
+  return Object.freeze({ ...BEFORE_LOOPS, ...loops, ...AFTER_LOOPS })
+}
+
+/** Every setting, its environment variable, default and meaning. docs/configuration.md is checked against it. */
+export const SETTINGS = settingsWith(LOOP_KIND_LIST)
+
+type Settings = typeof BEFORE_LOOPS & typeof AFTER_LOOPS
 type ValueOf<S extends Setting> =
   S['spec'] extends { kind: 'int' } ? number
     : S['spec'] extends { kind: 'bool' } ? boolean
       : S['spec'] extends { kind: 'origins' } ? readonly string[] | null
         : S['default'] extends null ? string | null : string
 
-/** The validated, frozen configuration. */
-export type Config = { readonly [K in keyof Settings]: ValueOf<Settings[K]> }
+/** The validated, frozen configuration; the loop kinds' limits are there by their names (numbers). */
+export type Config = { readonly [K in keyof Settings]: ValueOf<Settings[K]> } & Readonly<Record<string, unknown>>
 
 /** Thrown when the environment is wrong; `problems` lists every problem at once. */
 export class ConfigError extends Error {
@@ -134,10 +145,10 @@ function parseOne (setting: Setting, raw: string, problems: string[]): unknown {
 }
 
 /** Reads and validates the configuration; throws ConfigError listing every problem. */
-export function loadConfig (env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig (env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}, settings: Readonly<Record<string, Setting>> = SETTINGS): Config {
   const problems: string[] = []
   const out: Record<string, unknown> = {}
-  for (const [key, setting] of Object.entries(SETTINGS) as Array<[string, Setting]>) {
+  for (const [key, setting] of Object.entries(settings)) {
     const raw = env[setting.env]
     out[key] = raw === undefined || raw === '' ? setting.default : parseOne(setting, raw, problems)
   }

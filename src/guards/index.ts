@@ -51,3 +51,12 @@ export function openGuards (guards: readonly Guard[], batch: GuardedBatch): Batc
 export function resetGuards (guards: readonly Guard[], run: RunRecord, cause: ResetCause): void {
   for (const g of guards) g.reset?.(run, cause)
 }
+
+/** What a call not run reads once the run was terminated for `reason`: the text of the rule that gives that reason. */
+export function stopMessage (guards: readonly Guard[], reason: string): string | undefined {
+  for (const g of guards) {
+    const text = g.stops?.[reason]
+    if (text !== undefined) return text
+  }
+  return undefined
+}

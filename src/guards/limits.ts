@@ -27,4 +27,6 @@ const batchGuard: BatchGuard = {
   }
 }
 
-export const limitsGuard: Guard = { name: NAME, open: () => batchGuard }
+const STOPS = Object.freeze({ max_tool_calls: 'Not run: the run reached its limit of tool calls and was stopped.' })
+
+export const limitsGuard: Guard = { name: NAME, open: () => batchGuard, stops: STOPS }

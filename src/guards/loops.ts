@@ -1,22 +1,21 @@
 /**
- * Loop detection (SPEC sections 6 and 15) as one guard. At admission,
- * inside the run's atomic update: the exact-repeat streak and the cycle
- * detector walk the calls before the cut, each may terminate the run at a
- * call. While the batch runs: the detectors that read results (errors,
- * no_progress) walk what has settled after each epoch. In the batch's final
- * update: the streaks the batch leaves. Its slice of the run: `repeat`,
- * `loops`, and `repeat`/`loops` of `admitted`.
+ * Loop detection (SPEC sections 6 and 15) as one guard, over the registered
+ * loop kinds (src/repeat/kinds/). At admission, inside the run's atomic
+ * update: the exact-repeat streak and the kinds that read calls (cycles)
+ * walk the calls before the cut, each may terminate the run at a call.
+ * While the batch runs: the kinds that read results (errors, no_progress)
+ * walk what has settled after each epoch. In the batch's final update: the
+ * streaks the batch leaves. Its slice of the run: `repeat`, `loops`, and
+ * `repeat`/`loops` of `admitted`.
  */
 import type { PreparationOutcome } from '../model/call.js'
-import type { CycleCall, ErrorStreak, LoopKind, LoopLimits, LoopState, NoProgressStreak } from '../model/loops.js'
+import type { LoopState } from '../model/loops.js'
 import type { CallResult, PolicyMessage } from '../model/result.js'
 import type { RunRecord, RunStats } from '../model/run.js'
-import { type CycleHit, trackCycles } from '../repeat/cycle.js'
-import { stepErrors } from '../repeat/errors.js'
-import { LOOP_TERMINATION_REASONS, type LoopTerminationReason, loopLimitsOf, loopStateOf, resetLoopState } from '../repeat/loops.js'
-import { cycleMessage, errorsMessage, noProgressMessage } from '../repeat/messages.js'
-import { stepNoProgress } from '../repeat/no-progress.js'
-import type { LoopThresholds, StreakDecision } from '../repeat/streak.js'
+import { LOOP_KIND_LIST } from '../repeat/kinds/index.js'
+import type { AdmittedCall, CallsLoopKind, LoopHit, ResultsLoopKind, SettledCall } from '../repeat/kinds/types.js'
+import { type LoopKinds, kindStateOf, kindThresholds, loopStateOf, resetLoopState } from '../repeat/loops.js'
+import type { LoopThresholds } from '../repeat/streak.js'
 import { policyMessage, resetRepeats, trackRepeats } from '../repeat/tracker.js'
 import { emptyLoopCounts } from '../runs/stats.js'
 import type { CallInfo, ObserverList } from '../telemetry/types.js'
@@ -24,26 +23,40 @@ import type { AdmissionScope, Admitted, BatchGuard, Guard, GuardedBatch, GuardRu
 
 const NAME = 'loops'
 
+const EXACT_TERMINATED = 'Not run: the agent repeated the same call with identical arguments too many times in a row, so the run was stopped.'
+
+/** The kinds of a list split by what they read, made once per guard. */
+interface Kinds {
+  all: LoopKinds
+  calls: readonly CallsLoopKind[]
+  results: readonly ResultsLoopKind[]
+}
+
+/** A detection admission found at a call, and its kind. */
+interface CallHit { kind: CallsLoopKind, hit: LoopHit }
+
 /** One batch's loop detection. */
 class LoopGuard implements BatchGuard {
   readonly #batch: GuardedBatch
-  /** What admission found, by call index: exact-repeat advisories, the exact repeat that terminated, cycle hits. */
+  readonly #kinds: Kinds
+  /** What admission found, by call index: exact-repeat advisories, the exact repeat that terminated, the hits of the kinds that read calls. */
   #advisories: Array<number | undefined> = []
   #exactStop: { index: number, count: number } | null = null
-  #cycles: Array<CycleHit | undefined> = []
+  #hits: Array<CallHit[] | undefined> = []
   /** The loop state this batch's admission started from. */
   #start: LoopState | null = null
   #watch: LoopWatch | null = null
-  #limits: Partial<LoopLimits> = {}
+  #limits: RunRecord['options']['limits'] | null = null
 
-  constructor (batch: GuardedBatch) {
+  constructor (batch: GuardedBatch, kinds: Kinds) {
     this.#batch = batch
+    this.#kinds = kinds
   }
 
   admit (scope: AdmissionScope): void {
     this.#advisories = []
     this.#exactStop = null
-    this.#cycles = []
+    this.#hits = []
     const { run: r, start, batch } = scope
     const { outcomes, fingerprints } = batch
     const limits = r.options.limits
@@ -60,40 +73,51 @@ class LoopGuard implements BatchGuard {
     const exact = this.#exactStop
     if (exact !== null) scope.terminate(exact.index, 'exact_repeat', NAME)
     r.repeat = tracked.state
-    // Cycles (section 15) walk the tracked calls admitted so far.
-    const loopStart = (start.loops ??= loopStateOf(r))
-    const calls: CycleCall[] = []
-    for (let i = 0; i < scope.cut; i++) {
-      const o = outcomes[i]
-      if (o !== undefined) calls.push({ fingerprint: fingerprints[i] ?? '', tool: o.tool?.name ?? o.requestedName, tracked: o.tool?.trackExactRepeats ?? true })
-    }
-    const l = loopLimitsOf(limits)
-    const walked = trackCycles(loopStart.cycle, calls, { advisory: l.cycleAdvisoryRepetitions, termination: l.cycleTerminationRepetitions })
-    for (const [i, hit] of walked.hits.entries()) {
-      if (hit === null) continue
-      this.#cycles[i] = hit
-      if (hit.decision.action === 'terminate') {
-        scope.terminate(i, 'repeat_cycle', NAME)
-        break
+    // The kinds that read calls (section 15) walk the calls admitted so far, each from where this batch's admission started.
+    const loopStart = (start.loops ??= loopStateOf(r, this.#kinds.all))
+    const next: LoopState = { ...loopStateOf(r, this.#kinds.all) }
+    for (const kind of this.#kinds.calls) {
+      const calls: AdmittedCall[] = []
+      for (let i = 0; i < scope.cut; i++) {
+        const o = outcomes[i]
+        if (o !== undefined) calls.push({ fingerprint: fingerprints[i] ?? '', tool: o.tool?.name ?? o.requestedName, tracked: o.tool?.trackExactRepeats ?? true })
       }
+      const walked = kind.walk(kindStateOf(loopStart, kind), calls, kindThresholds(limits, kind))
+      for (const [i, hit] of walked.hits.entries()) {
+        if (hit === null) continue
+        ;(this.#hits[i] ??= []).push({ kind, hit })
+        if (hit.decision.action === 'terminate') {
+          scope.terminate(i, kind.reason, NAME)
+          break
+        }
+      }
+      next[kind.stateKey] = walked.state
     }
-    r.loops = { ...loopStateOf(r), cycle: walked.state }
+    r.loops = next
     this.#start = loopStart
     this.#limits = limits
   }
 
   begin (rt: GuardRuntime, admitted: Admitted): void {
-    if (this.#start === null) return
+    if (this.#start === null || this.#limits === null) return
     this.#watch = new LoopWatch({
-      observer: rt.observer, stats: rt.stats, messages: rt.policyMessages, outcomes: this.#batch.outcomes, fingerprints: this.#batch.fingerprints, limits: this.#limits, start: this.#start, active: admitted.stop === null
+      observer: rt.observer,
+      stats: rt.stats,
+      messages: rt.policyMessages,
+      outcomes: this.#batch.outcomes,
+      fingerprints: this.#batch.fingerprints,
+      limits: this.#limits,
+      start: this.#start,
+      active: admitted.stop === null,
+      kinds: this.#kinds
     })
   }
 
   report (index: number, _verdict: unknown, admitted: Admitted): void {
     const watch = this.#watch
     if (watch === null) return
-    const hit = this.#cycles[index]
-    if (hit !== undefined) watch.cycleDetected(index, hit)
+    const hits = this.#hits[index]
+    if (hits !== undefined) for (const { kind, hit } of hits) watch.callsDetected(index, kind, hit)
     const exact = this.#exactStop
     if (exact !== null && exact.index === index && admitted.stop?.index === index && admitted.stop.by === NAME) {
       watch.exactDetected(index, 'terminated', exact.count)
@@ -103,7 +127,7 @@ class LoopGuard implements BatchGuard {
     if (advisory !== undefined && index < admitted.cut) watch.exactDetected(index, 'advisory', advisory)
   }
 
-  afterEpoch (results: readonly CallResult[]): LoopTerminationReason | null {
+  afterEpoch (results: readonly CallResult[]): string | null {
     return this.#watch?.walk(results) ?? null
   }
 
@@ -113,7 +137,7 @@ class LoopGuard implements BatchGuard {
 }
 
 /**
- * The detectors that read results, errors and no_progress, for one batch.
+ * The kinds that read results (errors, no_progress), for one batch.
  * They walk the results in source order as far as every call has settled:
  * the rejections before the first epoch, then after each epoch (epochs are
  * consecutive runs of calls in source order, so what has settled then is
@@ -128,38 +152,38 @@ export class LoopWatch {
   readonly #messages: PolicyMessage[]
   readonly #outcomes: readonly PreparationOutcome[]
   readonly #fingerprints: readonly string[]
-  /** The two detectors' limits, made once per batch rather than per call. */
-  readonly #errorLimits: LoopThresholds
-  readonly #noProgressLimits: LoopThresholds
+  readonly #kinds: Kinds
+  /** Each result kind's limits, made once per batch rather than per call. */
+  readonly #thresholds: LoopThresholds[]
   readonly #start: LoopState
-  #errors: ErrorStreak
-  #noProgress: NoProgressStreak
+  /** Each result kind's state, and its hit at the call being walked. */
+  readonly #states: unknown[]
+  readonly #found: Array<LoopHit | null>
   #cursor = 0
   /** False once the run is terminated (here, or at admission): nothing more is counted. */
   #active: boolean
 
   constructor (opts: {
     observer: ObserverList, stats: RunStats, messages: PolicyMessage[], outcomes: readonly PreparationOutcome[], fingerprints: readonly string[],
-    limits: Partial<LoopLimits>, start: LoopState, active: boolean
+    limits: RunRecord['options']['limits'], start: LoopState, active: boolean, kinds: Kinds
   }) {
     this.#observer = opts.observer
     this.#stats = opts.stats
     this.#messages = opts.messages
     this.#outcomes = opts.outcomes
     this.#fingerprints = opts.fingerprints
-    const limits = loopLimitsOf(opts.limits)
-    this.#errorLimits = { advisory: limits.consecutiveErrorAdvisory, termination: limits.consecutiveErrorTermination }
-    this.#noProgressLimits = { advisory: limits.noProgressAdvisory, termination: limits.noProgressTermination }
+    this.#kinds = opts.kinds
+    this.#thresholds = opts.kinds.results.map((k) => kindThresholds(opts.limits, k))
     this.#start = opts.start
-    this.#errors = opts.start.errors
-    this.#noProgress = opts.start.noProgress
+    this.#states = opts.kinds.results.map((k) => kindStateOf(opts.start, k))
+    this.#found = opts.kinds.results.map(() => null)
     this.#active = opts.active
   }
 
-  /** Reports a cycle admission found at call `index`. */
-  cycleDetected (index: number, hit: CycleHit): void {
+  /** Reports a detection of a kind that reads calls, which admission found at call `index`. */
+  callsDetected (index: number, kind: CallsLoopKind, hit: LoopHit): void {
     const o = this.#outcomes[index]
-    if (o !== undefined) this.#report(this.#info(o, null), 'cycle', hit.decision, (n) => cycleMessage(hit.tools, n))
+    if (o !== undefined) this.#report(this.#info(o, null), kind.name, hit)
   }
 
   /** Reports an exact repeat admission found at call `index`. */
@@ -177,27 +201,35 @@ export class LoopWatch {
   }
 
   /** Walks every call settled since the last walk; answers the termination reason when a limit is reached. */
-  walk (results: readonly CallResult[]): LoopTerminationReason | null {
+  walk (results: readonly CallResult[]): string | null {
+    const kinds = this.#kinds.results
+    const found = this.#found
     while (this.#active && this.#cursor < results.length) {
       const r = results[this.#cursor]
       const o = this.#outcomes[this.#cursor]
       // A result's place is held until its call settles: a hole, or the batch's PENDING marker (no status).
       if (r === undefined || o === undefined || r.status === undefined) break
       const index = this.#cursor++
-      const tool = o.tool?.name ?? o.requestedName
-      const errors = stepErrors(this.#errors, { status: r.status, tool }, this.#errorLimits)
-      const polled = stepNoProgress(this.#noProgress, {
-        status: r.status, tool, tracked: o.tool?.trackExactRepeats ?? true, fingerprint: this.#fingerprints[index] ?? '', content: r.content
-      }, this.#noProgressLimits)
-      this.#errors = errors.streak
-      this.#noProgress = polled.streak
-      if (errors.decision.action === 'none' && polled.decision.action === 'none') continue
+      const call: SettledCall = {
+        status: r.status, tool: o.tool?.name ?? o.requestedName, tracked: o.tool?.trackExactRepeats ?? true, fingerprint: this.#fingerprints[index] ?? '', content: r.content
+      }
+      let any = false
+      for (let k = 0; k < kinds.length; k++) {
+        const stepped = kinds[k]!.step(this.#states[k], call, this.#thresholds[k]!)
+        this.#states[k] = stepped.state
+        found[k] = stepped.hit
+        if (stepped.hit !== null) any = true
+      }
+      if (!any) continue
       const info = this.#info(o, r.details.epoch ?? null)
-      const stop = this.#report(info, 'errors', errors.decision, (n) => errorsMessage(errors.streak.tools, n)) ??
-        this.#report(info, 'no_progress', polled.decision, (n) => noProgressMessage(tool, n))
-      if (stop !== null) {
-        this.#active = false
-        return stop
+      for (let k = 0; k < kinds.length; k++) {
+        const hit = found[k]
+        if (hit === null || hit === undefined) continue
+        const kind = kinds[k]!
+        if (this.#report(info, kind.name, hit)) {
+          this.#active = false
+          return kind.reason
+        }
       }
     }
     return null
@@ -210,43 +242,55 @@ export class LoopWatch {
    */
   save (r: RunRecord): void {
     if (r.state === 'ended') return
-    const current = loopStateOf(r)
+    const current = loopStateOf(r, this.#kinds.all)
     if (current.resets !== this.#start.resets) return
-    r.loops = { ...current, errors: this.#errors, noProgress: this.#noProgress }
+    const next: LoopState = { ...current }
+    this.#kinds.results.forEach((k, i) => { next[k.stateKey] = this.#states[i] })
+    r.loops = next
   }
 
   #info (o: PreparationOutcome, epoch: number | null): CallInfo {
     return { callId: o.id, tool: o.tool?.name ?? o.requestedName, known: o.tool !== null, epoch }
   }
 
-  /** Emits a detection; answers the termination reason when it is one. */
-  #report (info: CallInfo, kind: Exclude<LoopKind, 'exact'>, decision: StreakDecision, message: (count: number) => string): LoopTerminationReason | null {
-    if (decision.action === 'none') return null
-    const counts = (this.#stats.loops ??= emptyLoopCounts())[kind]
+  /** Emits a detection; answers whether it terminates the run. */
+  #report (info: CallInfo, kind: string, hit: LoopHit): boolean {
+    const { decision } = hit
+    const counts = ((this.#stats.loops ??= emptyLoopCounts(this.#kinds.all))[kind] ??= { advisories: 0, terminations: 0 })
     if (decision.action === 'advisory') {
       counts.advisories++
       this.#observer.repeatDetected(info, 'advisory', decision.count, kind)
-      this.#messages.push({ type: 'agent_policy', content: message(decision.count) })
-      return null
+      this.#messages.push({ type: 'agent_policy', content: hit.message(decision.count) })
+      return false
     }
     counts.terminations++
     this.#observer.repeatDetected(info, 'terminated', decision.count, kind)
-    return LOOP_TERMINATION_REASONS[kind]
+    return true
   }
 }
 
-/** After a genuine user message: the exact-repeat streak and every loop streak start over, for a batch resumed after it too. */
-function reset (run: RunRecord, cause: ResetCause): void {
-  run.repeat = resetRepeats()
-  if (cause === 'end') {
-    delete run.loops
-    return
+/** The loops guard over a list of loop kinds: the registered ones (`loopsGuard`), or a test's. */
+export function loopsGuardOf (list: LoopKinds): Guard {
+  const kinds: Kinds = {
+    all: list,
+    calls: list.filter((k): k is CallsLoopKind => k.reads === 'calls'),
+    results: list.filter((k): k is ResultsLoopKind => k.reads === 'results')
   }
-  run.loops = resetLoopState(run.loops)
-  if (run.admitted !== null) {
-    run.admitted.repeat = run.repeat
-    run.admitted.loops = run.loops
+  /** After a genuine user message: the exact-repeat streak and every loop streak start over, for a batch resumed after it too. */
+  const reset = (run: RunRecord, cause: ResetCause): void => {
+    run.repeat = resetRepeats()
+    if (cause === 'end') {
+      delete run.loops
+      return
+    }
+    run.loops = resetLoopState(run.loops, list)
+    if (run.admitted !== null) {
+      run.admitted.repeat = run.repeat
+      run.admitted.loops = run.loops
+    }
   }
+  const stops = Object.freeze(Object.fromEntries([['exact_repeat', EXACT_TERMINATED], ...list.map((k) => [k.reason, k.terminated])]))
+  return { name: NAME, open: (batch) => new LoopGuard(batch, kinds), reset, stops }
 }
 
-export const loopsGuard: Guard = { name: NAME, open: (batch) => new LoopGuard(batch), reset }
+export const loopsGuard: Guard = loopsGuardOf(LOOP_KIND_LIST)

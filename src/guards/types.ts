@@ -198,6 +198,8 @@ export interface Guard {
   open: (batch: GuardedBatch) => BatchGuard
   /** Inside the run's atomic update: the rule's slice of the run starts over. */
   reset?: (run: RunRecord, cause: ResetCause) => void
+  /** What a call not run reads, by each reason this rule may terminate the run for (`terminate`, `afterEpoch`). */
+  readonly stops?: Readonly<Record<string, string>>
 }
 
 /** What guards are built with. */

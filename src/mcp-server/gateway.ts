@@ -92,6 +92,7 @@ export class McpGateway {
       // Another tenant's session, or one opened on another path, does not exist for this caller.
       if (session === undefined || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return this.#refuse(r, 404, 'Session not found')
       session.lastSeen = this.#o.clock.now()
+      if (session.lean(r.raw, r.res, r.body, (id) => this.#pending.has(`${sessionId} ${String(id)}`), r.hijack)) return null
       r.hijack()
       await session.transport.handleRequest(r.raw, r.res, r.body)
       return null

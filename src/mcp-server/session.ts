@@ -16,6 +16,8 @@ import { context } from '@opentelemetry/api'
 import { McpRequestSpans } from '../telemetry/mcp-spans.js'
 import { runEndedResult } from './results.js'
 import type { OneCallTurns, UserDecision } from './turns.js'
+import { LeanAnswers, plainToolsCall } from './lean-answers.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RunOptions } from '../model/run.js'
 
 /** The version toolgate reports as an MCP server. */
@@ -72,6 +74,11 @@ export class McpSession {
   #logLevel: LoggingLevel = 'debug'
   /** A SERVER span per request while tracing is on; null when it is off. */
   readonly #spans = McpRequestSpans.create()
+  /** The plain `tools/call` requests answered by toolgate rather than the SDK's transport (lean-answers.ts). */
+  readonly #lean: LeanAnswers
+  #closed = false
+  /** The run's options, once read (`#runOptions`). */
+  #options: RunOptions | null = null
 
   constructor (owner: SessionOwner, deps: SessionDeps, now: number, generateId: () => string) {
     this.owner = owner
@@ -81,10 +88,13 @@ export class McpSession {
       sessionIdGenerator: generateId,
       onsessioninitialized: () => deps.onInitialized(this),
       onsessionclosed: () => {
+        this.#closed = true
+        this.#lean.closeAll()
         this.#spans?.closeAll()
         deps.onClosed(this)
       }
     })
+    this.#lean = new LeanAnswers(() => this.transport.sessionId)
     this.server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions: 'toolgate runs these tools under its safety rules: conflicting writes never overlap, a write whose outcome is unknown is never repeated blindly, loops are stopped, and some calls wait for a person to approve them.'
@@ -98,18 +108,21 @@ export class McpSession {
       const { name } = request.params
       // Its place among the run's calls is taken as it arrives, before anything is awaited.
       const arrival = deps.turns.arrive(owner.runId)
-      let offered: Offered
+      let options: RunOptions
       try {
-        offered = await this.#offered()
+        options = await this.#runOptions()
       } catch (err) {
         deps.turns.withdraw(owner.runId, arrival)
         // The run is gone (ended and freed, or expired): every call says so.
         if (err instanceof ProblemError && err.code === 'run_not_found') return runEndedResult('', 'ended', undefined)
         throw err
       }
-      const match = offered.tools.find((o) => o.name === name)
+      const match = this.#offeredTool(name, options)
       if (match === undefined) {
         deps.turns.withdraw(owner.runId, arrival)
+        // A run that is gone answers every call so, an unknown tool's too (a rare path: the run is read).
+        const gone = await deps.runs.get(owner.tenant, owner.runId).then(() => false, (err: unknown) => err instanceof ProblemError && err.code === 'run_not_found')
+        if (gone) return runEndedResult('', 'ended', undefined)
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`)
       }
       const progressToken = extra._meta?.progressToken
@@ -129,7 +142,7 @@ export class McpSession {
         scopes: owner.scopes,
         keyName: owner.keyName,
         tool: match.tool.name,
-        options: offered.options,
+        options,
         arguments: request.params.arguments ?? {},
         signal: extra.signal,
         progress: progressToken === undefined ? undefined : (message) => sendProgress(progressCount + 1, undefined, message),
@@ -152,7 +165,11 @@ export class McpSession {
         askUser: this.server.getClientCapabilities()?.elicitation === undefined
           ? undefined
           : (question, signal) => this.#ask(question, signal, extra.requestId)
-      }, arrival)
+      }, arrival).catch((err: unknown) => {
+        // The run was freed since the session read its options: the call says so, as one that found it gone.
+        if (err instanceof ProblemError && err.code === 'run_not_found') return runEndedResult('', 'ended', undefined)
+        throw err
+      })
       // A call the client cancelled before it started: the SDK sends nothing for it.
       return result ?? { content: [], isError: true }
     })
@@ -164,6 +181,7 @@ export class McpSession {
       if (this.#spans !== null && 'id' in message && message.id !== undefined && !('method' in message)) {
         this.#spans.end(message.id, 'error' in message ? { error: message.error.code } : (message.result as { isError?: unknown }).isError === true ? { toolError: true } : { ok: true }, this.transport.sessionId)
       }
+      if (this.#lean.send(message, options?.relatedRequestId)) return
       return send(message, options)
     }
   }
@@ -200,6 +218,24 @@ export class McpSession {
     }
   }
 
+  /**
+   * Takes a plain `tools/call` past the SDK's transport: the SDK's server
+   * handles its message, toolgate writes the answer (lean-answers.ts).
+   * False when the request is anything else, for the transport to handle.
+   * `busy`: whether a request with the id is in flight on this session
+   * already (such a request goes to the transport, as it always did).
+   */
+  lean (raw: IncomingMessage, res: ServerResponse, body: unknown, busy: (id: string | number) => boolean, hijack: () => void): boolean {
+    if (this.#closed) return false
+    const message = plainToolsCall(raw, body)
+    const inner = this.transport.onmessage
+    if (message === null || inner === undefined || this.#lean.has(message.id) || busy(message.id)) return false
+    hijack()
+    this.#lean.take(message.id, res)
+    inner(message, { requestInfo: { headers: raw.headers, url: requestUrl(raw) } })
+    return true
+  }
+
   get id (): string | undefined {
     return this.transport.sessionId
   }
@@ -210,6 +246,8 @@ export class McpSession {
   }
 
   async close (): Promise<void> {
+    this.#closed = true
+    this.#lean.closeAll()
     this.#spans?.closeAll()
     await this.transport.close()
   }
@@ -217,8 +255,32 @@ export class McpSession {
   /** The run's tools as this session's key may see them, each under its model-safe name, and the run's options. */
   async #offered (): Promise<Offered> {
     const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
+    this.#options ??= run.options
     const tools = offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes, (name) => this.#deps.tools.quarantined(name)).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
     return { tools, options: run.options }
+  }
+
+  /**
+   * The run's options: set when the run is created and never changed, so a
+   * session reads its run once for them, not once per call (a store round
+   * trip on Redis). Whether the run is still there and active is the
+   * call's own business (the engine reads the run for it).
+   */
+  async #runOptions (): Promise<RunOptions> {
+    this.#options ??= (await this.#deps.runs.get(this.owner.tenant, this.owner.runId)).options
+    return this.#options
+  }
+
+  /**
+   * The tool offered under `name`, as `#offered` would find it in the list,
+   * without building the list: the tool that model-safe name stands for,
+   * when the run and this session's key may use it.
+   */
+  #offeredTool (name: string, options: RunOptions): { name: string, tool: Tool } | undefined {
+    const tools = this.#deps.tools
+    const tool = tools.resolve(name)
+    if (tool === undefined || tools.modelName(tool.name) !== name) return undefined
+    return offeredTools([tool], options.tools, this.owner.scopes, (n) => tools.quarantined(n)).length === 1 ? { name, tool } : undefined
   }
 
   /** Asks the client's user to approve a held call (elicitation); null when there is no usable answer. */
@@ -241,6 +303,15 @@ function describe (name: string, tool: Tool): Record<string, unknown> {
     // MCP wants an object schema; a definition that leaves the type out means one.
     inputSchema: tool.inputSchema.type === undefined ? { type: 'object', ...tool.inputSchema } : tool.inputSchema,
     annotations: { readOnlyHint: tool.readOnly, destructiveHint: !tool.readOnly, idempotentHint: tool.idempotent }
+  }
+}
+
+/** The request's URL as the SDK's transport gives it to handlers (from the Host header). */
+function requestUrl (raw: IncomingMessage): URL {
+  try {
+    return new URL(raw.url ?? '/', `http://${raw.headers.host ?? 'localhost'}`)
+  } catch {
+    return new URL(raw.url ?? '/', 'http://localhost')
   }
 }
 

@@ -48,8 +48,11 @@ export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, Boun
     // The stream of server notifications: each event bounded, the stream as a whole not.
     if (init?.method === 'GET') return mediaType(res.headers) === 'text/event-stream' ? new Response(boundEvents(res.body, MAX_EVENT_BYTES), { status: res.status, statusText: res.statusText, headers: res.headers }) : res
     if (init?.method !== 'POST') return res
-    const operationId = toolsCallOperation(init.body)
+    const operationId = toolsCallOperation(init.body, calls)
     const limit = operationId === null ? Math.max(MAX_OTHER_RESPONSE_BYTES, callLimit) : callLimit
+    // A tools/call answered as JSON of a declared length within the bound, and not compressed, is bounded by its
+    // framing already (the body ends at its Content-Length): it is handed on as it came, without a counting stream.
+    if (operationId !== null && res.ok && withinLength(res.headers, limit) && mediaType(res.headers) === 'application/json') return res
     let read = 0
     const counted = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
       transform (chunk, controller) {
@@ -146,9 +149,32 @@ function toolsListId (body: unknown): unknown {
   }
 }
 
-/** The operation id of a tools/call request body, or null for any other message. */
-function toolsCallOperation (body: unknown): string | null {
+/** Whether the answer declares a length of at most `limit` bytes, as sent (no content coding, which the body would be decoded from). */
+function withinLength (headers: Headers, limit: number): boolean {
+  const coding = headers.get('content-encoding')
+  if (coding !== null && coding.trim().toLowerCase() !== 'identity') return false
+  const length = headers.get('content-length')
+  return length !== null && /^\d{1,15}$/.test(length) && Number(length) <= limit
+}
+
+/** Where the operation id stands in a tools/call request as the SDK writes it: `_meta` comes after the arguments. */
+const OPERATION_KEY = '"toolgate/operationId":"'
+
+/**
+ * The operation id of a tools/call request body, or null for any other
+ * message. The SDK writes `{"method":"tools/call",...}` with the call's
+ * `_meta` after its arguments, so the id is read without parsing the body:
+ * the last operation id key's value, when it names a call in flight (an
+ * argument cannot hide one after `_meta`). Anything else is parsed.
+ */
+function toolsCallOperation (body: unknown, calls: ReadonlyMap<string, BoundedCall>): string | null {
   if (typeof body !== 'string' || !body.includes('"tools/call"')) return null
+  if (body.startsWith('{"method":"tools/call",')) {
+    const at = body.lastIndexOf(OPERATION_KEY)
+    const end = at < 0 ? -1 : body.indexOf('"', at + OPERATION_KEY.length)
+    const id = end < 0 ? '' : body.slice(at + OPERATION_KEY.length, end)
+    if (calls.has(id)) return id
+  }
   try {
     const msg = JSON.parse(body) as { method?: unknown, params?: { _meta?: Record<string, unknown> } }
     const id = msg.method === 'tools/call' ? msg.params?._meta?.['toolgate/operationId'] : undefined

@@ -7,6 +7,7 @@
 import type { PreparationOutcome, RejectionReason } from './call.js'
 import { CANCELLED_MESSAGE, CLOSED_MESSAGE, blockedMessage, errorContent, unresolvedWriteMessage } from './content.js'
 import type { CallDetails, CallResult, CallStatus } from './result.js'
+import type { TerminationReason } from './run.js'
 import type { Uncertainty } from './uncertainty.js'
 import type { Decision } from './waiting.js'
 
@@ -27,20 +28,15 @@ export function rejectedResult (call: AnsweredCall & { reason: RejectionReason, 
   return callResult(call, 'rejected', errorContent(call.reason, call.message), { reason: call.reason, message: call.message })
 }
 
-const TERMINATED_MESSAGES = {
-  exact_repeat: 'Not run: the agent repeated the same call with identical arguments too many times in a row, so the run was stopped.',
-  max_tool_calls: 'Not run: the run reached its limit of tool calls and was stopped.',
-  repeat_cycle: 'Not run: the agent kept going round the same cycle of calls with identical arguments, so the run was stopped.',
-  consecutive_errors: 'Not run: too many tool calls in a row failed, so the run was stopped.',
-  no_progress: 'Not run: the agent kept calling a tool that answered the same thing every time, so the run was stopped.'
-} as const
+/** Why a run's rule (a loop kind or a run limit) terminated the run during a batch. */
+export type StopReason = TerminationReason
 
-/** Why a run's rule (a loop detector or a run limit) terminated the run during a batch. */
-export type StopReason = keyof typeof TERMINATED_MESSAGES
+/** The text of a call not run for a reason no rule gave a text of (src/guards/types.ts, `Guard.stops`). */
+const STOPPED_MESSAGE = 'Not run: the run was stopped.'
 
-/** A call not dispatched because the run ended (a loop detector or a run limit). */
-export function terminatedResult (call: AnsweredCall, reason: StopReason): CallResult {
-  return callResult(call, 'terminated', errorContent('terminated', TERMINATED_MESSAGES[reason], { reason }), { reason })
+/** A call not dispatched because the run ended (a loop kind or a run limit); `message` is what the rule that stopped it says. */
+export function terminatedResult (call: AnsweredCall, reason: StopReason, message: string = STOPPED_MESSAGE): CallResult {
+  return callResult(call, 'terminated', errorContent('terminated', message, { reason }), { reason })
 }
 
 /** A call that never started. `reason` says why: cancelled, timeout, client_gone, batch_closed, run_not_active. */

@@ -1,15 +1,12 @@
 import type { WaitingBatch } from './waiting.js'
-import type { LoopLimits, LoopState, StreakKind } from './loops.js'
+import type { LoopTerminationReason, LoopState } from './loops.js'
 import type { Uncertainty } from './uncertainty.js'
 
 export type RunState = 'active' | 'terminated' | 'cancelled' | 'ended'
 
-/** Why a run stopped being active. */
-export type TerminationReason =
+/** Why a run stopped being active for a reason of its own, not a registered loop kind's. */
+export type RuleTerminationReason =
   | 'exact_repeat'
-  | 'repeat_cycle'
-  | 'consecutive_errors'
-  | 'no_progress'
   | 'max_turns'
   | 'max_tool_calls'
   | 'max_total_tokens'
@@ -18,14 +15,22 @@ export type TerminationReason =
   | 'cancelled'
   | 'ended'
 
-/** The run-wide limits (SPEC sections 3 and 15); null means no limit, a threshold of 0 disables it. */
-export interface RunLimits extends LoopLimits {
+/** Why a run stopped being active: a rule's reason or a loop kind's (src/repeat/kinds/). */
+export type TerminationReason = RuleTerminationReason | LoopTerminationReason
+
+/**
+ * The run-wide limits (SPEC sections 3 and 15); null means no limit, a
+ * threshold of 0 disables it. Beside these, each loop kind's two limits by
+ * their names (src/repeat/kinds/).
+ */
+export interface RunLimits {
   readonly exactToolRepeatAdvisoryThreshold: number
   readonly exactToolRepeatTerminationThreshold: number
   readonly maxTurns: number | null
   readonly maxToolCalls: number | null
   readonly timeoutMs: number | null
   readonly maxTotalTokens: number | null
+  readonly [loopLimit: string]: number | null
 }
 
 export type EventsAudience = 'stock' | 'lifecycle'
@@ -68,8 +73,8 @@ export interface RunStats {
   loops?: LoopCounts
 }
 
-/** Advisories and terminations of each loop kind beyond `exact`. */
-export type LoopCounts = Record<StreakKind, { advisories: number, terminations: number }>
+/** Advisories and terminations of each loop kind beyond `exact`, by its name (a kind with none may be absent). */
+export type LoopCounts = Record<string, { advisories: number, terminations: number }>
 
 /** The batch holding a run's lease. */
 export interface InFlight {

@@ -1,38 +1,53 @@
+/**
+ * What is made from the registered loop kinds (kinds/index.ts): their
+ * names, termination reasons, limits and defaults, and a run's loop state.
+ * Each function takes the list, so a list other than the registered one
+ * (a test's) gets the same treatment.
+ */
 import type { LoopKind, LoopLimits, LoopState } from '../model/loops.js'
+import { LOOP_KIND_LIST } from './kinds/index.js'
+import type { LoopKindDefinition, LoopLimitSetting } from './kinds/types.js'
 
-/** The termination reason of each kind. */
-export const LOOP_TERMINATION_REASONS = {
-  exact: 'exact_repeat',
-  cycle: 'repeat_cycle',
-  errors: 'consecutive_errors',
-  no_progress: 'no_progress'
-} as const
+/** The kinds a list of definitions makes. */
+export type LoopKinds = readonly LoopKindDefinition[]
 
-export type LoopTerminationReason = (typeof LOOP_TERMINATION_REASONS)[LoopKind]
+/** Every loop kind's name, `exact` (section 6's) first: the metric's labels, the summaries' and events' kinds. */
+export function loopKindNames (kinds: LoopKinds = LOOP_KIND_LIST): LoopKind[] {
+  return ['exact', ...kinds.map((k) => k.name)]
+}
+
+/** Every kind's two limits, in list order (advisory, then termination). */
+export function loopLimitSettings (kinds: LoopKinds = LOOP_KIND_LIST): LoopLimitSetting[] {
+  return kinds.flatMap((k) => [k.limits.advisory, k.limits.termination])
+}
 
 /** The limits a run gets when neither it nor the server says otherwise. */
-export const DEFAULT_LOOP_LIMITS: LoopLimits = Object.freeze({
-  cycleAdvisoryRepetitions: 3,
-  cycleTerminationRepetitions: 6,
-  consecutiveErrorAdvisory: 3,
-  consecutiveErrorTermination: 10,
-  noProgressAdvisory: 10,
-  noProgressTermination: 30
-})
+export function defaultLoopLimits (kinds: LoopKinds = LOOP_KIND_LIST): LoopLimits {
+  return Object.freeze(Object.fromEntries(loopLimitSettings(kinds).map((s) => [s.name, s.default])))
+}
+
+/** The registered kinds' default limits. */
+export const DEFAULT_LOOP_LIMITS: LoopLimits = defaultLoopLimits()
+
+/** The loop limits out of a larger object that carries them by name (the server's configuration), each a number. */
+export function pickLoopLimits (from: Readonly<Record<string, unknown>>, kinds: LoopKinds = LOOP_KIND_LIST): LoopLimits {
+  return Object.freeze(Object.fromEntries(loopLimitSettings(kinds).map((s) => {
+    const value = from[s.name]
+    return [s.name, typeof value === 'number' ? value : s.default]
+  })))
+}
 
 /** The loop state of a new run. */
-export function initialLoopState (): LoopState {
-  return {
-    cycle: { recent: [], periods: [{ matched: 0, advised: false }, { matched: 0, advised: false }] },
-    errors: { count: 0, advised: false, tools: [] },
-    noProgress: { key: null, tool: null, count: 0, advised: false },
-    resets: 0
-  }
+export function initialLoopState (kinds: LoopKinds = LOOP_KIND_LIST): LoopState {
+  const state: Record<string, unknown> = {}
+  for (const k of kinds) state[k.stateKey] = k.initial()
+  // `resets` last, as records have always held it.
+  return { ...state, resets: 0 }
 }
 
 /** After a genuine user message: every streak starts over. */
-export function resetLoopState (previous: LoopState | undefined): LoopState {
-  const next = initialLoopState()
+export function resetLoopState (previous: LoopState | undefined, kinds: LoopKinds = LOOP_KIND_LIST): LoopState {
+  const next = initialLoopState(kinds)
   next.resets = (previous?.resets ?? 0) + 1
   return next
 }
@@ -41,18 +56,22 @@ export function resetLoopState (previous: LoopState | undefined): LoopState {
  * The run's loop state; a record stored before the detectors existed (a
  * shared store outlives a deploy) has none and starts from nothing.
  */
-export function loopStateOf (run: { loops?: LoopState }): LoopState {
-  return run.loops ?? initialLoopState()
+export function loopStateOf (run: { loops?: LoopState }, kinds: LoopKinds = LOOP_KIND_LIST): LoopState {
+  return run.loops ?? initialLoopState(kinds)
 }
 
-/** The run's loop limits, the defaults filling what an older record lacks. */
-export function loopLimitsOf (limits: Partial<LoopLimits>): LoopLimits {
-  return {
-    cycleAdvisoryRepetitions: limits.cycleAdvisoryRepetitions ?? DEFAULT_LOOP_LIMITS.cycleAdvisoryRepetitions,
-    cycleTerminationRepetitions: limits.cycleTerminationRepetitions ?? DEFAULT_LOOP_LIMITS.cycleTerminationRepetitions,
-    consecutiveErrorAdvisory: limits.consecutiveErrorAdvisory ?? DEFAULT_LOOP_LIMITS.consecutiveErrorAdvisory,
-    consecutiveErrorTermination: limits.consecutiveErrorTermination ?? DEFAULT_LOOP_LIMITS.consecutiveErrorTermination,
-    noProgressAdvisory: limits.noProgressAdvisory ?? DEFAULT_LOOP_LIMITS.noProgressAdvisory,
-    noProgressTermination: limits.noProgressTermination ?? DEFAULT_LOOP_LIMITS.noProgressTermination
-  }
+/** One kind's state in a run's loop state; a record stored before the kind existed starts it from nothing. */
+export function kindStateOf<S> (state: LoopState, kind: { stateKey: string, initial: () => S }): S {
+  return (state[kind.stateKey] as S | undefined) ?? kind.initial()
+}
+
+/** A kind's two limits out of a run's limits, the defaults filling what an older record lacks. */
+export function kindThresholds (limits: Readonly<Record<string, number | null | undefined>>, kind: LoopKindDefinition): { advisory: number, termination: number } {
+  const { advisory, termination } = kind.limits
+  return { advisory: limits[advisory.name] ?? advisory.default, termination: limits[termination.name] ?? termination.default }
+}
+
+/** Names as a sentence lists them: `a, b or c`. */
+export function spokenList (names: readonly string[]): string {
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)!}`
 }

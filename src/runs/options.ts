@@ -1,6 +1,6 @@
 import type { CreateRunInput } from '../../schemas/run.js'
 import { DEFAULT_LOOP_LIMITS } from '../repeat/loops.js'
-import { type LoopLimits } from '../model/loops.js'
+import type { LoopLimits } from '../model/loops.js'
 import type { RunLimits, RunOptions } from '../model/run.js'
 
 const DEFAULT_ADVISORY_THRESHOLD = 3
@@ -18,12 +18,8 @@ function limitsWith (loops: LoopLimits): RunLimits {
     maxToolCalls: null,
     timeoutMs: null,
     maxTotalTokens: null,
-    cycleAdvisoryRepetitions: loops.cycleAdvisoryRepetitions,
-    cycleTerminationRepetitions: loops.cycleTerminationRepetitions,
-    consecutiveErrorAdvisory: loops.consecutiveErrorAdvisory,
-    consecutiveErrorTermination: loops.consecutiveErrorTermination,
-    noProgressAdvisory: loops.noProgressAdvisory,
-    noProgressTermination: loops.noProgressTermination
+    // Each loop kind's limits, in the registered kinds' order.
+    ...loops
   })
 }
 const NO_METADATA = Object.freeze({})
@@ -39,7 +35,8 @@ export function resolveRunOptions (input: CreateRunInput, maxConcurrentDefault: 
   if (defaults === undefined) defaultsByLoopLimits.set(loopDefaults, (defaults = limitsWith(loopDefaults)))
   const limits = input.limits === undefined || Object.keys(input.limits).length === 0
     ? defaults
-    : Object.freeze({ ...defaults, ...input.limits })
+    // The body's limits are decoded JSON: a limit given is a number or null, never undefined.
+    : Object.freeze({ ...defaults, ...input.limits }) as RunLimits
   return Object.freeze({
     toolExecution: input.toolExecution ?? 'safeParallel',
     maxConcurrentTools: input.maxConcurrentTools ?? maxConcurrentDefault,

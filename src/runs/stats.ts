@@ -1,5 +1,6 @@
 import type { LoopCounts, RunStats } from '../model/run.js'
-import { STREAK_KINDS } from '../model/loops.js'
+import { LOOP_KIND_LIST } from '../repeat/kinds/index.js'
+import type { LoopKinds } from '../repeat/loops.js'
 
 export function emptyStats (): RunStats {
   return {
@@ -16,11 +17,11 @@ export function emptyStats (): RunStats {
   }
 }
 
-/** Every detector's counts at zero (made with a batch's or run's first detection). */
-export function emptyLoopCounts (): LoopCounts {
-  const counts: Partial<LoopCounts> = {}
-  for (const kind of STREAK_KINDS) counts[kind] = { advisories: 0, terminations: 0 }
-  return counts as LoopCounts
+/** Every loop kind's counts at zero (made with a batch's or run's first detection). */
+export function emptyLoopCounts (kinds: LoopKinds = LOOP_KIND_LIST): LoopCounts {
+  const counts: LoopCounts = {}
+  for (const kind of kinds) counts[kind.name] = { advisories: 0, terminations: 0 }
+  return counts
 }
 
 /** Adds one batch's figures to a running total (a run's, or the process's), in place; answers the total. */
@@ -45,9 +46,11 @@ export function addStats (total: RunStats, b: RunStats): RunStats {
   if (b.loops !== undefined) {
     // Made with the first detection: most batches and runs have none.
     const loops = (total.loops ??= emptyLoopCounts())
-    for (const kind of STREAK_KINDS) {
-      loops[kind].advisories += b.loops[kind].advisories
-      loops[kind].terminations += b.loops[kind].terminations
+    for (const kind in b.loops) {
+      const add = b.loops[kind]!
+      const to = (loops[kind] ??= { advisories: 0, terminations: 0 })
+      to.advisories += add.advisories
+      to.terminations += add.terminations
     }
   }
   return total

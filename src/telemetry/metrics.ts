@@ -1,7 +1,9 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { TERMINATION_REASONS } from '../../schemas/run-states.js'
+import { terminationReasons } from '../../schemas/run-states.js'
 import type { CallStatus } from '../model/result.js'
-import { LOOP_KINDS, type LoopKind } from '../model/loops.js'
+import type { LoopKind } from '../model/loops.js'
+import { LOOP_KIND_LIST } from '../repeat/kinds/index.js'
+import { type LoopKinds, loopKindNames } from '../repeat/loops.js'
 import type { Store } from '../store/types.js'
 import { buildInfo } from './build-info.js'
 import { FastCounter } from './counter.js'
@@ -13,7 +15,7 @@ const BATCH_OUTCOMES: readonly BatchOutcome[] = ['completed', 'terminated', 'can
 const CALL_STATUSES: readonly CallStatus[] = ['ok', 'error', 'rejected', 'uncertain', 'blocked', 'cancelled', 'terminated', 'projection_failed', 'denied']
 const LOOP_ACTIONS = ['advisory', 'terminated'] as const
 /** What `runTerminated` is told: cancelling and ending a run are not terminations. */
-const TERMINATIONS = TERMINATION_REASONS.filter((r) => r !== 'cancelled' && r !== 'ended')
+const terminations = (kinds: LoopKinds): string[] => terminationReasons(kinds).filter((r) => r !== 'cancelled' && r !== 'ended')
 
 /**
  * prom-client's default gauges named `*_total`, which Prometheus reserves
@@ -61,7 +63,8 @@ export class Metrics {
   #callsInFlight = 0
   #batchesInFlight = 0
 
-  constructor (store: Pick<Store, 'countRuns' | 'ready'>, toolNames: ToolNames = () => []) {
+  /** `loopKinds`: the loop kinds whose labels are there from the start (the registered ones, or a test's). */
+  constructor (store: Pick<Store, 'countRuns' | 'ready'>, toolNames: ToolNames = () => [], loopKinds: LoopKinds = LOOP_KIND_LIST) {
     const registers = [this.registry]
     collectDefaultMetrics({ register: this.registry })
     for (const name of MISNAMED_DEFAULTS) this.registry.removeSingleMetric(name)
@@ -82,7 +85,7 @@ export class Metrics {
     this.epochs = new FastCounter({ name: 'toolgate_epochs_total', help: 'Epochs started.', registers })
     this.epochWidth = new FastHistogram({ name: 'toolgate_epoch_width_calls', help: 'Calls per epoch.', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers })
     this.repeatAdvisories = perTool('toolgate_repeat_advisories_total', 'Exact-repeat advisories (the call still ran).')
-    this.loopDetections = new FastCounter({ name: 'toolgate_loop_detections_total', help: 'Loop detections by kind (exact, cycle, errors, no_progress) and action (advisory, terminated).', labelNames: ['kind', 'action'], registers })
+    this.loopDetections = new FastCounter({ name: 'toolgate_loop_detections_total', help: `Loop detections by kind (${loopKindNames(loopKinds).join(', ')}) and action (advisory, terminated).`, labelNames: ['kind', 'action'], registers })
     this.projectionFailures = perTool('toolgate_projection_failures_total', 'Action receipt projections that failed and closed their batch.')
     this.uncertainWrites = perTool('toolgate_uncertain_writes_total', 'Writes whose outcome is unknown.')
     this.blockedCalls = perTool('toolgate_blocked_calls_total', 'Writes not dispatched because of an earlier uncertain write.')
@@ -114,8 +117,8 @@ export class Metrics {
       .set({ version: build.version, node_version: build.nodeVersion }, 1)
 
     for (const outcome of BATCH_OUTCOMES) this.batches.zero([outcome])
-    for (const kind of LOOP_KINDS) for (const action of LOOP_ACTIONS) this.loopDetections.zero([kind, action])
-    for (const reason of TERMINATIONS) this.runTerminations.zero([reason])
+    for (const kind of loopKindNames(loopKinds)) for (const action of LOOP_ACTIONS) this.loopDetections.zero([kind, action])
+    for (const reason of terminations(loopKinds)) this.runTerminations.zero([reason])
     for (const executor of EXECUTOR_KINDS) for (const cause of EXECUTOR_FAILURE_CAUSES) this.executorFailures.zero([executor, cause])
   }
 

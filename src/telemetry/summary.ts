@@ -39,7 +39,7 @@ export function summarize (stats: RunStats | null, turns: number): Summary {
     timeSavedMs: ms(Math.max(0, s.toolTimeMs - s.wallTimeMs)),
     repeatAdvisories: s.repeatAdvisories,
     repeatTerminations: s.repeatTerminations,
-    loopDetections: { exact: { advisories: s.repeatAdvisories, terminations: s.repeatTerminations }, ...structuredClone(s.loops ?? emptyLoopCounts()) },
+    loopDetections: { exact: { advisories: s.repeatAdvisories, terminations: s.repeatTerminations }, ...emptyLoopCounts(), ...structuredClone(s.loops ?? {}) },
     projectionFailures: s.projectionFailures,
     uncertainWrites: s.uncertainWrites,
     blockedCalls: s.blockedCalls,

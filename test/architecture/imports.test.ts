@@ -26,7 +26,7 @@ const isEdge = (target: string): boolean => EDGE_PACKAGES.test(target) || target
  * itself. docs/architecture.md draws the same list.
  */
 const LAYERS: ReadonlyArray<string | readonly string[]> = [
-  ['src/clock.ts', 'src/config.ts', 'src/errors.ts', 'src/iso-time.ts', 'src/json-text.ts', 'src/logger.ts'],
+  ['src/clock.ts', 'src/errors.ts', 'src/iso-time.ts', 'src/json-text.ts', 'src/logger.ts'],
   'src/dispatch/',
   'src/model/',
   'src/repeat/',
@@ -34,6 +34,8 @@ const LAYERS: ReadonlyArray<string | readonly string[]> = [
   'src/prepare/',
   'src/receipts/',
   'src/formats/',
+  // The settings: the loop kinds' limits among them.
+  ['src/config.ts'],
   'schemas/',
   'src/tools/',
   'src/store/',

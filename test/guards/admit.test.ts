@@ -78,7 +78,7 @@ function admit (repeat: RepeatState, soFar: number, lim: RunLimits, calls: reado
 
 /** The default limits (advisory at 3, termination at 8, no budget), as a run without options has them. */
 const DEFAULTS = resolveRunOptions({}, 4).limits
-const limits = (over: Partial<RunLimits> = {}): RunLimits => ({ ...DEFAULTS, ...over })
+const limits = (over: Partial<RunLimits> = {}): RunLimits => ({ ...DEFAULTS, ...over }) as RunLimits
 const fresh: RepeatState = { fingerprint: null, count: 0, advised: false }
 const streak = (fingerprint: string, count: number, advised = false): RepeatState => ({ fingerprint, count, advised })
 const calls = (...fingerprints: string[]): AdmissionCall[] =>

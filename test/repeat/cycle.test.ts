@@ -1,7 +1,5 @@
 import t from 'tap'
-import { type CycleCall, type CycleState } from '../../src/model/loops.js'
-import { trackCycles } from '../../src/repeat/cycle.js'
-import { initialLoopState } from '../../src/repeat/loops.js'
+import { type CycleCall, type CycleState, cycleKind, trackCycles } from '../../src/repeat/kinds/cycle.js'
 
 const DEFAULTS = { advisory: 3, termination: 6 }
 const fp = (letter: string): string => letter.repeat(64)
@@ -22,7 +20,7 @@ interface Case {
 }
 
 function walk (c: Pick<Case, 'calls' | 'state' | 'thresholds'>) {
-  return trackCycles(c.state ?? initialLoopState().cycle, calls(c.calls), c.thresholds ?? DEFAULTS)
+  return trackCycles(c.state ?? cycleKind.initial(), calls(c.calls), c.thresholds ?? DEFAULTS)
 }
 
 const cases: Case[] = [
@@ -131,7 +129,7 @@ t.test('the state round-trips through JSON as a shared store keeps it', async (t
 })
 
 t.test('the state given is never changed', async (t) => {
-  const state = initialLoopState().cycle
+  const state = cycleKind.initial()
   const before = JSON.stringify(state)
   walk({ calls: 'a b a b a b', state })
   t.equal(JSON.stringify(state), before)

@@ -1,7 +1,9 @@
 import t from 'tap'
 import { fingerprint } from '../../src/repeat/fingerprint.js'
 import { callFingerprint, compileIgnoredArguments, withoutIgnored } from '../../src/repeat/ignore.js'
-import { cycleMessage, errorsMessage, noProgressMessage } from '../../src/repeat/messages.js'
+import { cycleMessage } from '../../src/repeat/kinds/cycle.js'
+import { errorsMessage } from '../../src/repeat/kinds/errors.js'
+import { noProgressMessage } from '../../src/repeat/kinds/no-progress.js'
 
 const ignored = compileIgnoredArguments(['/request_id', '/meta/timestamp', '/items/0', '/a~1b'])
 

@@ -1,12 +1,10 @@
 import t from 'tap'
-import { type ErrorStreak, type NoProgressStreak } from '../../src/model/loops.js'
-import { errorEffect, stepErrors } from '../../src/repeat/errors.js'
-import { initialLoopState } from '../../src/repeat/loops.js'
-import { type AnsweredCall, stepNoProgress } from '../../src/repeat/no-progress.js'
+import { type ErrorStreak, errorEffect, errorsKind, stepErrors } from '../../src/repeat/kinds/errors.js'
+import { type AnsweredCall, type NoProgressStreak, noProgressKind, stepNoProgress } from '../../src/repeat/kinds/no-progress.js'
 
 type Seen = [index: number, action: 'advisory' | 'terminate', count: number]
 
-function errorsOf (statuses: string[], thresholds = { advisory: 3, termination: 10 }, start: ErrorStreak = initialLoopState().errors) {
+function errorsOf (statuses: string[], thresholds = { advisory: 3, termination: 10 }, start: ErrorStreak = errorsKind.initial()) {
   let streak = start
   const seen: Seen[] = []
   for (const [i, status] of statuses.entries()) {
@@ -41,7 +39,7 @@ t.test('what each status does to an error streak', async (t) => {
 })
 
 t.test('an error streak names at most three distinct tools, the latest last', async (t) => {
-  let streak = initialLoopState().errors
+  let streak = errorsKind.initial()
   for (const tool of ['a', 'b', 'a', 'c', 'd']) streak = stepErrors(streak, { status: 'error', tool }, { advisory: 0, termination: 0 }).streak
   t.same(streak.tools, ['a', 'c', 'd'])
 })
@@ -59,7 +57,7 @@ t.test('error limits of 0 disable both actions', async (t) => {
 const poll = (content: string, extra: Partial<AnsweredCall> = {}): AnsweredCall =>
   ({ status: 'ok', tool: 'status', tracked: false, fingerprint: 'f'.repeat(64), content, ...extra })
 
-function pollsOf (calls: AnsweredCall[], thresholds = { advisory: 10, termination: 30 }, start: NoProgressStreak = initialLoopState().noProgress) {
+function pollsOf (calls: AnsweredCall[], thresholds = { advisory: 10, termination: 30 }, start: NoProgressStreak = noProgressKind.initial()) {
   let streak = start
   const seen: Seen[] = []
   for (const [i, call] of calls.entries()) {

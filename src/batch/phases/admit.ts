@@ -6,6 +6,7 @@
  * is settled: rejected, terminated, cancelled, or as a guard's verdict says.
  */
 import { admitThrough } from '../../guards/admission.js'
+import { stopMessage } from '../../guards/index.js'
 import { type BatchGuard, GO, type GuardedBatch, type Verdict } from '../../guards/types.js'
 import type { RunRecord } from '../../model/run.js'
 import { type CallResult } from '../../model/result.js'
@@ -52,7 +53,7 @@ function settleUnadmitted (state: BatchState, rt: BatchRuntime, ready: Ready, ad
     } else {
       const stop = admitted.stop
       const verdict: Verdict = stop !== null && i >= admitted.cut
-        ? { kind: 'settle', result: terminatedResult(o, stop.reason), by: stop.by }
+        ? { kind: 'settle', result: terminatedResult(o, stop.reason, stopMessage(rt.deps.guards, stop.reason)), by: stop.by }
         : admitted.verdicts[i] ?? GO
       for (const g of reporters) g.report?.(i, verdict, admitted)
       if (verdict.kind === 'settle') {

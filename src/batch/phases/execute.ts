@@ -21,6 +21,7 @@ import type { PreparedCall } from '../../model/call.js'
 import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../../model/results.js'
 import { type CallResult } from '../../model/result.js'
 import type { BatchGuard, DispatchOptions, Passage, SendOutcome, Sending } from '../../guards/types.js'
+import { stopMessage } from '../../guards/index.js'
 import { type BatchRuntime, watchGuards } from '../runtime.js'
 import { type BatchState, type Prepared, type Ready, callAt } from '../state.js'
 
@@ -301,7 +302,7 @@ class Execution implements RunnerHooks {
       stats.blockedCalls++
       result = blockedResult(call, s.blockedBy, s.epoch)
     } else if (state.stoppedBy !== null) {
-      result = terminatedResult(call, state.stoppedBy)
+      result = terminatedResult(call, state.stoppedBy, stopMessage(this.#rt.deps.guards, state.stoppedBy))
     } else {
       const signal = this.#rt.controller
       result = cancelledResult(call, state.closed || !signal.aborted ? 'batch_closed' : String(signal.reason), s.epoch)

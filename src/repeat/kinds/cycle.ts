@@ -1,5 +1,32 @@
-import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from './streak.js'
-import type { CycleCall, CycleState } from '../model/loops.js'
+/**
+ * The cycle loop kind (SPEC section 15): the same two or three calls over
+ * and over (A B A B…, A B C A B C…), each time with identical arguments.
+ */
+import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from '../streak.js'
+import { boundedMessage } from '../messages.js'
+import type { CallsLoopKind } from './types.js'
+
+/** A tracked call as the cycle detector remembers it. */
+export interface CycleCall {
+  fingerprint: string
+  /** The tool's name, for the policy message. */
+  tool: string
+  /** The tool's `trackExactRepeats` (default true): an untracked call neither advances nor resets a cycle. */
+  tracked?: boolean
+}
+
+/** One period's streak: how many calls in a row equalled the call one period before them. */
+export interface PeriodStreak {
+  matched: number
+  /** Whether this streak already produced its one advisory. */
+  advised: boolean
+}
+
+/** A run's cycle state: the last tracked calls and one streak per period (2, then 3). */
+export interface CycleState {
+  recent: CycleCall[]
+  periods: PeriodStreak[]
+}
 
 /** The periods a cycle may have: A B A B… and A B C A B C…. */
 const CYCLE_PERIODS = [2, 3] as const
@@ -84,4 +111,41 @@ function continuesCycle (recent: readonly CycleCall[], call: CycleCall, period: 
     if (recent[i]!.fingerprint !== call.fingerprint) return true
   }
   return false
+}
+
+/** The advisory of a cycle: the tools of one repetition in order and how many repetitions, never the arguments. */
+export function cycleMessage (tools: readonly string[], repetitions: number): string {
+  return boundedMessage(tools, repetitions, (names) =>
+    `Loop detected (cycle): you have repeated the same sequence of ${tools.length} tool calls (${names.map((n) => `"${n}"`).join(' → ')}) ` +
+    `${repetitions} times in a row, each time with identical arguments. Going round again will not give a different result. ` +
+    'Change your approach (different arguments or a different tool) or stop and tell the user what is blocking you.')
+}
+
+export const cycleKind: CallsLoopKind<CycleState> = {
+  name: 'cycle',
+  reason: 'repeat_cycle',
+  stateKey: 'cycle',
+  limits: {
+    advisory: {
+      name: 'cycleAdvisoryRepetitions',
+      env: 'TOOLGATE_CYCLE_ADVISORY_REPETITIONS',
+      default: 3,
+      help: 'Default of the run limit cycleAdvisoryRepetitions: whole repetitions of a 2- or 3-call cycle that give an advisory; 0 disables.'
+    },
+    termination: {
+      name: 'cycleTerminationRepetitions',
+      env: 'TOOLGATE_CYCLE_TERMINATION_REPETITIONS',
+      default: 6,
+      help: 'Default of cycleTerminationRepetitions: repetitions of a cycle that terminate the run (repeat_cycle); 0 disables.'
+    }
+  },
+  terminated: 'Not run: the agent kept going round the same cycle of calls with identical arguments, so the run was stopped.',
+  reads: 'calls',
+  initial: () => ({ recent: [], periods: [{ matched: 0, advised: false }, { matched: 0, advised: false }] }),
+  walk (state, calls, t) {
+    const walked = trackCycles(state, calls, t)
+    // Most batches find no cycle: their hits (all null) are handed on as they are.
+    if (walked.terminatedAt === null && walked.hits.every((hit) => hit === null)) return { state: walked.state, hits: walked.hits as null[] }
+    return { state: walked.state, hits: walked.hits.map((hit) => hit === null ? null : { decision: hit.decision, message: (n: number) => cycleMessage(hit.tools, n) }) }
+  }
 }
