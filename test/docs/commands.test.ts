@@ -64,7 +64,8 @@ const NOT_RUN: Array<Claim & { why: string }> = [
   { page: 'docs/getting-started.md', has: 'docker run -p 8080:8080', why: 'no Docker engine here' },
   { page: 'docs/performance.md', has: 'git worktree add', why: 'compares two builds under load for minutes' },
   { page: 'docs/performance.md', has: 'instructions.js', why: 'counts instructions under valgrind for about ten minutes' },
-  { page: 'docs/performance.md', has: 'guard-cost.js', why: 'counts instructions under valgrind, 18 processes of some 5,000 batches each for about an hour' }
+  { page: 'docs/performance.md', has: 'guard-cost.js', why: 'counts instructions under valgrind, 18 processes of some 5,000 batches each for about an hour' },
+  { page: 'docs/performance.md', has: 'run.js --mcp-endpoint', why: 'the /mcp bench rows, minutes under load; test/bench/smoke.test.ts measures the same rows in their smoke form' }
 ]
 
 interface Scenario {
