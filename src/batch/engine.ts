@@ -18,7 +18,7 @@ import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
 import { admitInto } from './phases/admit.js'
 import { mayHold } from './phases/hold.js'
 import { preparableFirst, prepareCalls, sameTools } from './phases/prepare.js'
-import { type Admitted, type Ready, newBatchState } from './state.js'
+import { type Admitted, type Prepared, type Ready, newBatchState } from './state.js'
 import type { BatchEvent } from '../model/result.js'
 
 /** What the step that starts a batch found: it started (the lease taken), or why not. */
@@ -91,7 +91,8 @@ export class BatchEngine {
   /** Runs a batch, or answers the stored response of one sent before: `body` is the response as JSON text. */
   async execute (req: BatchRequest, tookOver = false): Promise<BatchAnswer> {
     const { store } = this.#deps
-    const first = req.preparedFirst ?? await this.prepareFirst(req, this.#allowedTools.get(req.runId) ?? null)
+    const preparing = req.preparedFirst ?? this.prepareFirst(req, this.#allowedTools.get(req.runId) ?? null)
+    const first = preparing instanceof Promise ? await preparing : preparing
     const calls = first?.identified ?? identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
     const { requestHash } = calls
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
@@ -161,13 +162,22 @@ export class BatchEngine {
    * `tools`, when they may be prepared before the run is read (see
    * `preparableFirst`), and opens its guards (the turn is set once its
    * starting step knows it). Undefined when they may not: the batch is
-   * prepared once it started.
+   * prepared once it started. A promise only when preparation waits.
    */
-  async prepareFirst (req: BatchRequest, tools: readonly string[] | null): Promise<PreparedFirst | undefined> {
+  prepareFirst (req: BatchRequest, tools: readonly string[] | null): PreparedFirst | undefined | Promise<PreparedFirst | undefined> {
     if (!preparableFirst(this.#deps, req.calls, this.#deps.tools)) return undefined
     const identified = identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
-    const prepared = await prepareCalls(this.#deps, req, identified, tools)
-    const ready = readyFor(this.#deps, { ...req, turn: 0, identified, leaseId: req.shared?.id }, prepared)
+    const prepared = prepareCalls(this.#deps, req, identified, tools)
+    if (prepared instanceof Promise) return prepared.then((p) => this.#preparedFirst(req, identified, tools, p))
+    return this.#preparedFirst(req, identified, tools, prepared)
+  }
+
+  #preparedFirst (req: BatchRequest, identified: IdentifiedCalls, tools: readonly string[] | null, prepared: Prepared): PreparedFirst {
+    // The fields readyFor reads, named: a spread of the request would copy all of it.
+    const ready = readyFor(this.#deps, {
+      runId: req.runId, tenant: req.tenant, batchId: req.batchId, leaseId: req.shared?.id, blockedBy: req.blockedBy, turn: 0, identified,
+      scopes: req.scopes, format: req.format, calls: req.calls, approvals: undefined
+    }, prepared)
     return { identified, ready, tools, holds: mayHold(ready.guards, prepared.outcomes.length) }
   }
 

@@ -51,9 +51,11 @@ class RetryGuard implements BatchGuard {
     if (verdict.kind === 'settle' && verdict.by === NAME && this.#stats !== null) this.#stats.blockedCalls++
   }
 
-  async beforeClose (closing: ClosingBatch): Promise<void> {
+  /** The batch's new uncertain writes are indexed before its final update records them; a batch with none waits on nothing. */
+  beforeClose (closing: ClosingBatch): Promise<void> | undefined {
     const change = this.#change = batchChange(this.#batch.batchId, closing.results, closing.dispatched, closing.operations, this.#held, this.#batch.fingerprints, this.#clock.now())
-    await this.#service?.noteAdded(this.#batch.runId, change, this.#batch.tenant)
+    if (change.added.length === 0) return undefined
+    return this.#service?.noteAdded(this.#batch.runId, change, this.#batch.tenant)
   }
 
   close (r: RunRecord): void {

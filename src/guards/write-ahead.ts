@@ -70,9 +70,10 @@ class WriteAheadGuard implements BatchGuard {
     if (verdict.kind === 'settle' && verdict.by === NAME && this.#stats !== null) this.#stats.uncertainWrites++
   }
 
-  async beforeEpoch (_epoch: number, indexes: readonly number[]): Promise<void> {
+  /** One store round trip for the epoch's writes; an epoch of reads waits on nothing. */
+  beforeEpoch (_epoch: number, indexes: readonly number[]): Promise<void> | undefined {
     const run = this.#run
-    if (run === null) return
+    if (run === null) return undefined
     const { outcomes, fingerprints, batchId } = this.#batch
     const writes: PendingWrite[] = []
     const sent: number[] = []
@@ -87,7 +88,11 @@ class WriteAheadGuard implements BatchGuard {
       })
       sent.push(i)
     }
-    if (writes.length === 0) return
+    if (writes.length === 0) return undefined
+    return this.#record(run, writes, sent)
+  }
+
+  async #record (run: RunIdentity, writes: PendingWrite[], sent: number[]): Promise<void> {
     let recorded: boolean
     try {
       recorded = await this.#deps.store.recordWrites(run, { owner: this.#deps.replicaId, batchId: this.#batch.leaseId }, writes)
@@ -113,7 +118,16 @@ function lostResult (call: Parameters<typeof callResult>[0], u: Uncertainty): Ca
   return callResult(call, 'uncertain', errorContent('outcome_unknown', REPLICA_LOST_MESSAGE), { cause: 'replica_lost', operationId: u.operationId }, true)
 }
 
+/** A batch with no write has nothing to record, answer or count: it opens a guard with no hooks. */
+const NOTHING: BatchGuard = Object.freeze({})
+
+/** Whether a batch has a write this guard records (or answers, when its replica was lost). */
+function hasWrite (batch: GuardedBatch): boolean {
+  for (const o of batch.outcomes) if (o.ok && !o.tool.readOnly) return true
+  return false
+}
+
 /** The guard. */
 export function writeAheadGuard (deps: WriteAheadDeps): Guard {
-  return { name: NAME, open: (batch) => new WriteAheadGuard(batch, deps) }
+  return { name: NAME, open: (batch) => hasWrite(batch) ? new WriteAheadGuard(batch, deps) : NOTHING }
 }

@@ -119,17 +119,26 @@ const PREPARATION_SLICE_MS = 20
  * `prepare` on each call in order, yielding the event loop (setImmediate)
  * whenever a slice has run PREPARATION_SLICE_MS: each call's own time is
  * bounded (TOOLGATE_MAX_VALIDATION_MS), and a batch of many costly calls
- * no longer adds them up into one stall. Cheap batches never yield.
+ * no longer adds them up into one stall. Cheap batches never yield, and
+ * get their outcomes at once rather than as a promise.
  */
-async function sliced<T> (calls: readonly RawCall[], prepare: (call: RawCall, index: number) => T): Promise<T[]> {
+function sliced<T> (calls: readonly RawCall[], prepare: (call: RawCall, index: number) => T): T[] | Promise<T[]> {
   const out: T[] = []
-  let sliceStart = performance.now()
+  const sliceStart = performance.now()
   for (let i = 0; i < calls.length; i++) {
     out.push(prepare(calls[i]!, i))
-    if (i + 1 < calls.length && performance.now() - sliceStart > PREPARATION_SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve))
-      sliceStart = performance.now()
-    }
+    if (i + 1 < calls.length && performance.now() - sliceStart > PREPARATION_SLICE_MS) return slicedFrom(calls, prepare, out)
+  }
+  return out
+}
+
+/** The rest of `sliced` once a slice is spent: the event loop first, then the next slice. */
+async function slicedFrom<T> (calls: readonly RawCall[], prepare: (call: RawCall, index: number) => T, out: T[]): Promise<T[]> {
+  while (out.length < calls.length) {
+    await new Promise((resolve) => setImmediate(resolve))
+    const sliceStart = performance.now()
+    do out.push(prepare(calls[out.length]!, out.length))
+    while (out.length < calls.length && performance.now() - sliceStart <= PREPARATION_SLICE_MS)
   }
   return out
 }
@@ -137,12 +146,17 @@ async function sliced<T> (calls: readonly RawCall[], prepare: (call: RawCall, in
 /**
  * Prepares every call of a batch: one outcome per call, in source order. With
  * an external authorizer, its decisions for all the calls that reach it are
- * awaited concurrently; a decision that rejects denies the call.
+ * awaited concurrently; a decision that rejects denies the call. Without
+ * one, a batch that never yields answers its outcomes at once.
  */
-export async function prepareBatch (
+export function prepareBatch (
   calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer?: ExternalAuthorizer
-): Promise<PreparationOutcome[]> {
-  if (authorizer === undefined) return await sliced(calls, (call, index) => prepareCall(call, index, lookup, ctx))
+): PreparationOutcome[] | Promise<PreparationOutcome[]> {
+  if (authorizer === undefined) return sliced(calls, (call, index) => prepareCall(call, index, lookup, ctx))
+  return authorized(calls, lookup, ctx, authorizer)
+}
+
+async function authorized (calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer: ExternalAuthorizer): Promise<PreparationOutcome[]> {
   const locals = await sliced(calls, (call, index) => prepareLocally(call, index, lookup, ctx))
   return await Promise.all(locals.map((local, index) =>
     local.ok ? authorizeExternally(calls[index] as RawCall, local, ctx, authorizer) : local))

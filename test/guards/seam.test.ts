@@ -116,3 +116,44 @@ t.test("a guard's acquire lets a call go with its dispatch options or answers it
   t.same(tokens, ['gate-a'], "the guard's option reached the executor")
   t.same(released, { 0: { sent: true, uncertain: false } }, 'only the call it let go is released, with its outcome')
 })
+
+/** Call guards in order: the first answers a promise, the second at once; both hear how each call they let go came out. */
+function pair (log: string[]): Guard[] {
+  return [
+    {
+      name: 'slow',
+      open: () => ({
+        acquire: async (s) => { log.push(`slow acquire ${s.index}`) },
+        release: async (i, o) => { log.push(`slow release ${i} sent=${String(o.sent)}`) }
+      })
+    },
+    {
+      name: 'quick',
+      open: () => ({
+        acquire: (s) => {
+          log.push(`quick acquire ${s.index}`)
+          return s.call.id.startsWith('shut')
+            ? { kind: 'refused', status: 'blocked', content: 'shut', details: { reason: 'quick_shut' } }
+            : undefined
+        },
+        release: (i, o) => { log.push(`quick release ${i} sent=${String(o.sent)}`) }
+      })
+    }
+  ]
+}
+
+t.test('call guards are asked in registration order, whether they answer at once or with a promise; a refusal releases those that let the call go, unsent', async (t) => {
+  const ex = await startExecutor(t)
+  const log: string[] = []
+  const { app } = await buildTestApp(t, { tools: [tool('poke', ex.url)], moreGuards: pair(log) })
+  await post(app, '/v1/runs', { runId: 'pair', toolExecution: 'sequential' })
+  const res = await post(app, '/v1/runs/pair/batches', {
+    calls: [{ id: 'a', name: 'poke', arguments: { n: 1 } }, { id: 'shut-b', name: 'poke', arguments: { n: 2 } }]
+  })
+  t.same(res.body.results.map((r: { status: string }) => r.status), ['ok', 'blocked'])
+  t.equal(ex.calls.length, 1, 'the refused call was never sent')
+  t.same(log, [
+    'slow acquire 0', 'quick acquire 0', 'slow release 0 sent=true', 'quick release 0 sent=true',
+    'slow acquire 1', 'quick acquire 1', 'slow release 1 sent=false'
+  ])
+})

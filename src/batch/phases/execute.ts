@@ -10,7 +10,7 @@ import { type RunIdentity, identityOf } from '../../model/incarnation.js'
 import { operationId } from '../../receipts/operation-id.js'
 import { planEpochs } from '../../schedule/plan.js'
 import { EpochRunner } from '../../schedule/runner.js'
-import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement } from '../../schedule/types.js'
+import type { DispatchOutcome, Epoch, RunnerHooks, SchedulableCall, Settlement, StopSignal } from '../../schedule/types.js'
 import { type ExecutorFailure, executorFailureOf } from '../../telemetry/executor-failure.js'
 import type { CallInfo } from '../../telemetry/types.js'
 import { retryAction } from '../retry-action.js'
@@ -20,7 +20,7 @@ import { type DispatchContext, dispatchPlain } from '../dispatch-call.js'
 import type { PreparedCall } from '../../model/call.js'
 import { blockedResult, callResult, cancelledResult, reasonOf, terminatedResult } from '../../model/results.js'
 import { type CallResult } from '../../model/result.js'
-import type { BatchGuard, DispatchOptions, SendOutcome, Sending } from '../../guards/types.js'
+import type { BatchGuard, DispatchOptions, Passage, SendOutcome, Sending } from '../../guards/types.js'
 import { stopMessage } from '../../guards/index.js'
 import { type BatchRuntime, watchGuards } from '../runtime.js'
 import { type BatchState, type Prepared, type Ready, callAt } from '../state.js'
@@ -46,8 +46,8 @@ class Execution implements RunnerHooks {
   /** The guards with a hook before an epoch's dispatches, or around each call's: most batches have none, and pay nothing. */
   readonly #epochGuards: readonly BatchGuard[]
   readonly #callGuards: readonly BatchGuard[]
-  /** By epoch: the guards' step before it, started by its first dispatch. */
-  readonly #epochReady: Array<Promise<void> | undefined> = []
+  /** By epoch: the guards' step before it, started by its first dispatch (null: done at once). */
+  readonly #epochReady: Array<Promise<void> | null | undefined> = []
   /** By call index: what observers are told of a call, made once when it starts. */
   readonly #started: CallInfo[] = []
   /** By call index: why its exchange with the executor failed, when it did. */
@@ -103,49 +103,122 @@ class Execution implements RunnerHooks {
    * (once per epoch), and around the call's own: each guard with `acquire`,
    * in registration order, lets it go (with its dispatch options) or
    * answers it instead; each that let it go is released with its outcome.
+   * A step waits only on a guard that answers a promise: when every guard
+   * answers at once, the call is sent in the same turn, with no promise of
+   * its own beyond its send's.
    */
-  async #guardedDispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
-    if (this.#epochGuards.length > 0) await (this.#epochReady[epoch] ??= this.#beforeEpoch(epoch))
-    const guards = this.#callGuards
-    if (guards.length === 0) return await this.#dispatch(c, epoch)
-    const call = callAt(this.#state.dispatched, c.index, 'prepared call')
-    const opId = this.#operationOf(call)
-    const sending: Sending = { index: c.index, call, operationId: opId, signal: this.#rt.controller }
-    let options: DispatchOptions | undefined
-    let passed = 0
-    for (const g of guards) {
-      const pending = g.acquire?.(sending)
-      const passage = pending instanceof Promise ? await pending : pending
-      if (passage?.kind === 'refused') {
-        await this.#release(c.index, passed, NOT_SENT)
-        if (passage.stop !== undefined) this.#rt.controller.abort(passage.stop)
-        return { value: { status: passage.status, content: passage.content, isError: true, details: passage.details }, uncertain: false, closeBatch: false }
-      }
-      passed++
-      if (passage?.options !== undefined) options = options === undefined ? passage.options : { ...options, ...passage.options }
+  #guardedDispatch (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
+    if (this.#epochGuards.length > 0) {
+      let ready = this.#epochReady[epoch]
+      if (ready === undefined) ready = this.#epochReady[epoch] = this.#beforeEpoch(epoch)
+      if (ready !== null) return ready.then(() => this.#acquired(c, epoch))
     }
-    let outcome: DispatchOutcome<ActionOutcome> | undefined
-    try {
-      outcome = await this.#send(c, epoch, options === undefined ? call : { ...call, ...options }, opId)
-      return outcome
-    } finally {
-      // A send that threw is settled uncertain by the runner (a write may have left): released as such.
-      await this.#release(c.index, passed, outcome === undefined ? THREW : { sent: true, uncertain: outcome.uncertain, cause: outcome.value.details.cause })
-    }
+    return this.#acquired(c, epoch)
   }
 
-  async #beforeEpoch (epoch: number): Promise<void> {
+  /** Every epoch guard's step, in registration order: null when each answered at once, else what is left to wait for (a throw included). */
+  #beforeEpoch (epoch: number): Promise<void> | null {
     const indexes = (this.#epochs[epoch] ?? []).map((c) => c.index)
-    for (const g of this.#epochGuards) await g.beforeEpoch?.(epoch, indexes)
+    const guards = this.#epochGuards
+    try {
+      for (let i = 0; i < guards.length; i++) {
+        const pending = guards[i]!.beforeEpoch?.(epoch, indexes)
+        if (pending instanceof Promise) return this.#beforeEpochFrom(pending, i + 1, epoch, indexes)
+      }
+    } catch (err) {
+      // Every dispatch of the epoch fails with it, as when a guard's promise rejects.
+      return Promise.reject(err)
+    }
+    return null
   }
 
-  /** Tells the first `passed` call guards how the call they let go came out. */
-  async #release (index: number, passed: number, outcome: SendOutcome): Promise<void> {
+  async #beforeEpochFrom (pending: Promise<void>, from: number, epoch: number, indexes: readonly number[]): Promise<void> {
+    await pending
+    const guards = this.#epochGuards
+    for (let i = from; i < guards.length; i++) await guards[i]!.beforeEpoch?.(epoch, indexes)
+  }
+
+  /** After its epoch's step: the call through the call guards, then sent. */
+  #acquired (c: SchedulableCall, epoch: number): Promise<DispatchOutcome<ActionOutcome>> {
+    if (this.#callGuards.length === 0) return this.#dispatch(c, epoch)
+    const call = callAt(this.#state.dispatched, c.index, 'prepared call')
+    return this.#pass(new Passing(c, epoch, call, this.#operationOf(call), this.#rt.controller), 0)
+  }
+
+  /** Asks the call guards from `from` on; waits only on one that answers a promise. */
+  #pass (p: Passing, from: number): Promise<DispatchOutcome<ActionOutcome>> {
+    const guards = this.#callGuards
+    for (let i = from; i < guards.length; i++) {
+      const pending = guards[i]!.acquire?.(p)
+      if (pending instanceof Promise) return pending.then((passage) => this.#passed(p, passage) ?? this.#pass(p, i + 1))
+      const refused = this.#passed(p, pending)
+      if (refused !== undefined) return refused
+    }
+    return this.#sendPassed(p)
+  }
+
+  /** A guard's word on the call: undefined when it lets it go (its options noted), else the refused call's outcome. */
+  #passed (p: Passing, passage: Passage): Promise<DispatchOutcome<ActionOutcome>> | undefined {
+    if (passage?.kind === 'refused') {
+      const outcome: DispatchOutcome<ActionOutcome> = { value: { status: passage.status, content: passage.content, isError: true, details: passage.details }, uncertain: false, closeBatch: false }
+      const stop = passage.stop
+      const released = this.#release(p.index, p.passed, NOT_SENT)
+      const refused = (): DispatchOutcome<ActionOutcome> => {
+        if (stop !== undefined) this.#rt.controller.abort(stop)
+        return outcome
+      }
+      return released === undefined ? Promise.resolve(refused()) : released.then(refused)
+    }
+    p.passed++
+    const options = passage?.options
+    if (options !== undefined) p.options = p.options === undefined ? options : { ...p.options, ...options }
+    return undefined
+  }
+
+  /** Sends a call every call guard let go; those are released with its outcome before it settles. */
+  #sendPassed (p: Passing): Promise<DispatchOutcome<ActionOutcome>> {
+    const { c, epoch, call, operationId: opId, passed, options } = p
+    let sending: Promise<DispatchOutcome<ActionOutcome>>
+    try {
+      sending = this.#send(c, epoch, options === undefined ? call : { ...call, ...options }, opId)
+    } catch (err) {
+      sending = Promise.reject(err)
+    }
+    if (!this.#releases(passed)) return sending
+    // A send that threw is settled uncertain by the runner (a write may have left): released as such.
+    return sending.then(
+      (outcome) => {
+        const released = this.#release(c.index, passed, { sent: true, uncertain: outcome.uncertain, cause: outcome.value.details.cause })
+        return released === undefined ? outcome : released.then(() => outcome)
+      },
+      (err: unknown) => {
+        const released = this.#release(c.index, passed, THREW)
+        if (released === undefined) throw err
+        return released.then(() => { throw err })
+      })
+  }
+
+  /** Whether any of the first `passed` call guards is told of the call's outcome. */
+  #releases (passed: number): boolean {
+    const guards = this.#callGuards
+    for (let i = 0; i < passed; i++) if (guards[i]!.release !== undefined) return true
+    return false
+  }
+
+  /** Tells the first `passed` call guards how the call they let go came out; a promise only when one of them answers one. */
+  #release (index: number, passed: number, outcome: SendOutcome): Promise<void> | undefined {
     const guards = this.#callGuards
     for (let i = 0; i < passed; i++) {
-      const releasing = guards[i]?.release?.(index, outcome)
-      if (releasing instanceof Promise) await releasing
+      const releasing = guards[i]!.release?.(index, outcome)
+      if (releasing instanceof Promise) return this.#releaseFrom(releasing, i + 1, index, passed, outcome)
     }
+    return undefined
+  }
+
+  async #releaseFrom (pending: Promise<void>, from: number, index: number, passed: number, outcome: SendOutcome): Promise<void> {
+    await pending
+    const guards = this.#callGuards
+    for (let i = from; i < passed; i++) await guards[i]!.release?.(index, outcome)
   }
 
   /** The operation id a call goes under: the one it was first sent with when a guard's verdict sends it again (`as`). */
@@ -242,6 +315,18 @@ class Execution implements RunnerHooks {
       callId: c.id, tool: call.tool.name, known: true, epoch: s.epoch, status: result.status, durationMs, uncertain, readOnly: call.tool.readOnly, reason: reasonOf(result.details),
       executor: call.tool.executor.via === undefined ? 'http' : 'mcp', failure: this.#failures[c.index]
     })
+  }
+}
+
+/** A call on its way through the call guards: what `acquire` sees of it, and how far it got. */
+class Passing implements Sending {
+  readonly index: number
+  /** The guards (in registration order) that let it go so far. */
+  passed = 0
+  options: DispatchOptions | undefined = undefined
+
+  constructor (readonly c: SchedulableCall, readonly epoch: number, readonly call: PreparedCall, readonly operationId: string, readonly signal: StopSignal) {
+    this.index = c.index
   }
 }
 

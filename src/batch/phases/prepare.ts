@@ -30,11 +30,11 @@ export interface PrepareInput {
   incomplete?: boolean | undefined
 }
 
-/** Prepares a batch's calls for a run that allows `allowedTools` (null: every tool). */
-export async function prepareCalls (deps: EngineDeps, input: PrepareInput, identified: IdentifiedCalls, allowedTools: readonly string[] | null): Promise<Prepared> {
+/** Prepares a batch's calls for a run that allows `allowedTools` (null: every tool); a promise only when preparation waits (an external authorizer, a costly batch). */
+export function prepareCalls (deps: EngineDeps, input: PrepareInput, identified: IdentifiedCalls, allowedTools: readonly string[] | null): Prepared | Promise<Prepared> {
   const preparedAt = PREPARED_TIMES.at(deps.clock.now())
   const preparing = performance.now()
-  const outcomes = input.incomplete === true ? rejectIncomplete(input.calls) : await prepareBatch(input.calls, deps.tools, {
+  const outcomes = input.incomplete === true ? rejectIncomplete(input.calls) : prepareBatch(input.calls, deps.tools, {
     runId: input.runId,
     tenant: input.tenant,
     allowedTools: allowedTools === null ? null : new Set(allowedTools),
@@ -44,6 +44,7 @@ export async function prepareCalls (deps: EngineDeps, input: PrepareInput, ident
     argumentsOwned: true,
     argumentTexts: identified.argumentTexts
   }, deps.authorizer)
+  if (outcomes instanceof Promise) return outcomes.then((o) => fingerprinted(deps, input.calls, identified.argumentTexts, o, preparedAt, performance.now() - preparing))
   return fingerprinted(deps, input.calls, identified.argumentTexts, outcomes, preparedAt, performance.now() - preparing)
 }
 
