@@ -1,7 +1,7 @@
 /**
  * The hot request of toolgate's MCP endpoint, a plain `tools/call` on an
  * open session, taken past the SDK's Streamable HTTP server transport and
- * answered by toolgate itself (issue #43: the transport turns every Node
+ * answered by toolgate itself (it costs: the transport turns every Node
  * request into a web Request and its answer into a web stream, and answers
  * every request as a server-sent event stream).
  *
