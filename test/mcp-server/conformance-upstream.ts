@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { CallToolRequestSchema, CreateMessageResultSchema, ElicitResultSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
+import { type SdkHttpServer, startSdkHttpServer } from '../mcp/sdk-http-server.js'
 
 /**
  * An MCP server (the SDK's, over Streamable HTTP on 127.0.0.1) with the test
@@ -10,10 +8,7 @@ import { CallToolRequestSchema, CreateMessageResultSchema, ElicitResultSchema, L
  * suite describes them. toolgate imports it with an empty prefix, so the
  * suite, talking to toolgate's own `/mcp`, finds the tools under their names.
  */
-export interface ConformanceUpstream {
-  url: string
-  close (): Promise<void>
-}
+export type ConformanceUpstream = SdkHttpServer
 
 /** A 1x1 red PNG and a minimal WAV (44-byte header, no samples). */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
@@ -105,35 +100,6 @@ function build (): Server {
   return server
 }
 
-export async function startConformanceUpstream (port = 0): Promise<ConformanceUpstream> {
-  const transports = new Map<string, StreamableHTTPServerTransport>()
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    const body = chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown
-    const id = req.headers['mcp-session-id']
-    let transport = typeof id === 'string' ? transports.get(id) : undefined
-    if (transport === undefined) {
-      if (typeof id === 'string') {
-        res.writeHead(404).end()
-        return
-      }
-      const fresh = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (sid) => { transports.set(sid, fresh) } })
-      fresh.onclose = () => { if (fresh.sessionId !== undefined) transports.delete(fresh.sessionId) }
-      await build().connect(fresh)
-      transport = fresh
-    }
-    await transport.handleRequest(req, res, body)
-  }
-  const http = createServer((req, res) => { handle(req, res).catch(() => { if (!res.headersSent) res.writeHead(500).end() }) })
-  await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve))
-  const address = http.address() as { port: number }
-  return {
-    url: `http://127.0.0.1:${address.port}/mcp`,
-    async close () {
-      for (const t of transports.values()) await t.close().catch(() => {})
-      http.closeAllConnections()
-      await new Promise((resolve) => http.close(resolve))
-    }
-  }
+export function startConformanceUpstream (port = 0): Promise<ConformanceUpstream> {
+  return startSdkHttpServer(build, port)
 }

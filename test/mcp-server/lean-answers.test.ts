@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 import t from 'tap'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import { plainToolsCall } from '../../src/mcp-server/lean-answers.js'
 import { buildTestApp } from '../helper.js'
+import { startSdkHttpServer } from '../mcp/sdk-http-server.js'
 
 /**
  * A plain tools/call on an open session is answered by toolgate itself
@@ -28,31 +27,11 @@ function upstream (): Server {
   return server
 }
 
-const transports = new Map<string, StreamableHTTPServerTransport>()
-const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-  void (async () => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    const body = chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown
-    const sid = req.headers['mcp-session-id']
-    let transport = typeof sid === 'string' ? transports.get(sid) : undefined
-    if (transport === undefined) {
-      const fresh = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => { transports.set(id, fresh) } })
-      await upstream().connect(fresh)
-      transport = fresh
-    }
-    await transport.handleRequest(req, res, body)
-  })().catch(() => { if (!res.headersSent) res.writeHead(500).end() })
-})
-await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
-t.teardown(async () => {
-  for (const tr of transports.values()) await tr.close().catch(() => {})
-  http.closeAllConnections()
-  await new Promise((resolve) => http.close(resolve))
-})
+const upstreamServer = await startSdkHttpServer(upstream)
+t.teardown(() => upstreamServer.close())
 
 const { app } = await buildTestApp(t, { keysDoc: { keys: [{ key: 'key-acme', tenant: 'acme', roles: ['orchestrator', 'admin'] }] }, config: { host: '127.0.0.1' } })
-await app.services.mcp.startAll([{ name: 'up', transport: 'streamableHttp', url: `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`, prefix: 'up_', trust: 'trusted' }])
+await app.services.mcp.startAll([{ name: 'up', transport: 'streamableHttp', url: upstreamServer.url, prefix: 'up_', trust: 'trusted' }])
 const base = await app.listen({ port: 0, host: '127.0.0.1' })
 
 const HEADERS = { authorization: 'Bearer key-acme', 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' }

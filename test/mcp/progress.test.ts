@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import t from 'tap'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import { buildTestApp, post, runBatch } from '../helper.js'
+import { startSdkHttpServer } from './sdk-http-server.js'
 
 /**
  * A server's progress during a call resets the call's timeout, up to the
@@ -32,29 +30,9 @@ function build (): Server {
   return server
 }
 
-const transports = new Map<string, StreamableHTTPServerTransport>()
-const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-  void (async () => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    const body = chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown
-    const sid = req.headers['mcp-session-id']
-    let transport = typeof sid === 'string' ? transports.get(sid) : undefined
-    if (transport === undefined) {
-      const fresh = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => { transports.set(id, fresh) } })
-      await build().connect(fresh)
-      transport = fresh
-    }
-    await transport.handleRequest(req, res, body)
-  })().catch(() => { if (!res.headersSent) res.writeHead(500).end() })
-})
-await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
-const url = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`
-t.teardown(async () => {
-  for (const tr of transports.values()) await tr.close().catch(() => {})
-  http.closeAllConnections()
-  await new Promise((resolve) => http.close(resolve))
-})
+const upstreamServer = await startSdkHttpServer(build)
+t.teardown(() => upstreamServer.close())
+const url = upstreamServer.url
 
 t.test("a call whose server keeps reporting progress outlasts its timeout, on the batch route too (progress is always asked for)", async (t) => {
   const { app } = await buildTestApp(t)

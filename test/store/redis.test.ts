@@ -17,6 +17,21 @@ import { REDIS_URL, deleteByPrefix, makeReceipt, makeRun, redisUnavailable } fro
 const noRedis = await redisUnavailable()
 if (noRedis !== undefined) t.comment(`Redis cases skipped: ${noRedis}`)
 
+/**
+ * A store under a key prefix of its own and a plain client beside it, to look
+ * at the keys as Redis holds them; both closed and the prefix deleted after the test.
+ */
+function openStore (t: { teardown: (fn: () => unknown) => void }, ttls: { runTtlMs?: number, receiptRetentionMs?: number } = {}): { prefix: string, store: RedisStore, raw: Redis } {
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: ttls.runTtlMs ?? 60_000, maxRuns: 100, receiptRetentionMs: ttls.receiptRetentionMs ?? 1000 })
+  const raw = new Redis(REDIS_URL)
+  t.teardown(async () => {
+    await store.close()
+    raw.disconnect()
+    await deleteByPrefix(prefix)
+  })
+  return { prefix, store, raw }
+}
 
 t.test('the store URL gives the connection and the key prefix', async (t) => {
   t.same(parseStoreUrl('redis://127.0.0.1:6379/2?prefix=blue:'), { connection: 'redis://127.0.0.1:6379/2', prefix: 'blue:' })
@@ -50,16 +65,9 @@ t.test('an unreachable Redis makes every operation fail with StoreUnavailableErr
 })
 
 t.test('Redis holds each key as long as the memory store would keep its data', { skip: noRedis ?? false }, async (t) => {
-  const prefix = `toolgate-test:${randomUUID()}:`
   const runTtlMs = 60_000
   const receiptRetentionMs = 30_000
-  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs, maxRuns: 100, receiptRetentionMs })
-  const raw = new Redis(REDIS_URL)
-  t.teardown(async () => {
-    await store.close()
-    raw.disconnect()
-    await deleteByPrefix(prefix)
-  })
+  const { prefix, store, raw } = openStore(t, { runTtlMs, receiptRetentionMs })
   const now = Date.now()
   await store.createRun(makeRun('r1', now))
   const runTtl = await raw.pttl(`${prefix}run:r1`)
@@ -96,14 +104,7 @@ t.test('Redis holds each key as long as the memory store would keep its data', {
 })
 
 t.test('a run record stays the same size however many batches the run had: batch ids are kept beside it', { skip: noRedis ?? false }, async (t) => {
-  const prefix = `toolgate-test:${randomUUID()}:`
-  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000 })
-  const raw = new Redis(REDIS_URL)
-  t.teardown(async () => {
-    await store.close()
-    raw.disconnect()
-    await deleteByPrefix(prefix)
-  })
+  const { prefix, store, raw } = openStore(t)
   await store.createRun(makeRun('r1', Date.now()))
   // What the engine does with a batch's id: record it as it takes the lease, then store the answer and release.
   const batch = async (i: number): Promise<void> => {
@@ -236,14 +237,7 @@ async function monitorRedis (): Promise<{ lines: string[], seen: (text: string) 
 }
 
 t.test('a run written whole by an earlier version (field r) is read, checked by the scripts, and moved to the two-part form by its first write', { skip: noRedis ?? false }, async (t) => {
-  const prefix = `toolgate-test:${randomUUID()}:`
-  const store = new RedisStore({ url: REDIS_URL, prefix, runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 1000 })
-  const raw = new Redis(REDIS_URL)
-  t.teardown(async () => {
-    await store.close()
-    raw.disconnect()
-    await deleteByPrefix(prefix)
-  })
+  const { prefix, store, raw } = openStore(t)
   const key = `${prefix}run:r1`
   const now = Date.now()
   // As the earlier version left a leased run: the whole record in r, beside its version and incarnation.
