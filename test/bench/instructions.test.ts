@@ -8,7 +8,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { buildInstructions, compareInstructions, compilerInstructions, instructionTotal, perIteration } from '../../bench/instructions.js'
-import { runNode, scratchTree } from './scratch.js'
+import { benchTree, runNode } from './scratch.js'
 
 t.test("callgrind's instruction total is read from its summary line", async (t) => {
   const out = '==4242== Events    : Ir\n==4242== Collected : 9550968862\n==4242== \n==4242== I   refs:      9,550,968,862\n'
@@ -48,7 +48,7 @@ t.test("a build's figures: per iteration in all, the compiler's share and the re
 })
 
 t.test('the child drives a build through inject with an in-process executor, and says how many iterations it did', async (t) => {
-  const out = await scratchTree(t)
+  const out = benchTree()
   const ok = await runNode([join(out, 'bench', 'instructions-child.js'), out, '3', '2', '5'], 60_000)
   t.equal(ok.code, 0, `it exits cleanly${ok.code === 0 ? '' : `: ${ok.stderr.slice(-2000)}`}`)
   t.equal(ok.stdout, '5\n')

@@ -6,11 +6,11 @@ import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { REDIS_URL } from '../store/harness.js'
-import { runNode, scratchTree } from './scratch.js'
+import { benchTree, runNode, scratchDir } from './scratch.js'
 
 t.test('the profiler profiles the floor and toolgate on each store and says where each one\'s CPU per batch went', async (t) => {
-  const out = await scratchTree(t)
-  const profiles = join(out, 'profiles')
+  const out = benchTree()
+  const profiles = join(await scratchDir(t), 'profiles')
   // A database of its own: the bench flushes its database before and after, and the smoke test's bench may run meanwhile.
   const run = await runNode([join(out, 'bench', 'run.js'), '--smoke', '--profile', profiles], 100_000, { TOOLGATE_BENCH_REDIS: `${REDIS_URL}/6` })
   t.equal(run.code, 0, `the profiler exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)

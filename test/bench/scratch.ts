@@ -1,38 +1,18 @@
 /**
- * The bench's sources as plain JavaScript in a scratch tree, for the bench
- * tests. The bench forks plain node processes (executor, relay, floor,
- * toolgate, memory), and starting each under the TypeScript loader costs
- * seconds, so the sources are transpiled once per test into a tree under
- * node_modules/.cache, and the bench runs from there exactly as `npm run
- * bench` runs it from dist/.
+ * The bench's sources as plain JavaScript, for the bench tests. The bench
+ * forks plain node processes (executor, relay, floor, toolgate, memory), and
+ * starting each under the TypeScript loader costs seconds, so the bench runs
+ * from the tests' shared build of the tree (test/server/build.ts: every
+ * folder `npm run build` builds, transpiled once per content of the sources
+ * for every test process that wants it) exactly as `npm run bench` runs it
+ * from dist/. The build is only read: what a bench run writes goes to a
+ * scratch directory of the test's own.
  */
 import { spawn } from 'node:child_process'
-import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises'
-import { dirname, join, relative, resolve } from 'node:path'
-import ts from 'typescript'
-
-const root = resolve(import.meta.dirname, '../..')
-
-async function transpileTree (out: string): Promise<void> {
-  const { include } = JSON.parse(await readFile(join(root, 'tsconfig.build.json'), 'utf8')) as { include: string[] }
-  const compilerOptions = { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true }
-  for (const folder of include) {
-    for (const entry of await readdir(join(root, folder), { recursive: true, withFileTypes: true })) {
-      if (!entry.isFile()) continue
-      const from = join(entry.parentPath, entry.name)
-      const to = join(out, relative(root, from))
-      await mkdir(dirname(to), { recursive: true })
-      if (entry.name.endsWith('.ts')) {
-        const { outputText } = ts.transpileModule(await readFile(from, 'utf8'), { compilerOptions, fileName: from })
-        await writeFile(to.replace(/\.ts$/, '.js'), outputText)
-      } else if (entry.name.endsWith('.json')) {
-        await writeFile(to, await readFile(from))
-      }
-    }
-  }
-  // Under node_modules Node does not look past the folder for "type": "module".
-  await writeFile(join(out, 'package.json'), JSON.stringify({ name: 'toolgate-bench-smoke', private: true, type: 'module' }))
-}
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { builtService } from '../server/build.js'
 
 /** Runs a bench script under this Node; `extraEnv` adds to (or replaces in) this process's environment. */
 export function runNode (args: string[], timeoutMs: number, extraEnv: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
@@ -50,13 +30,14 @@ export function runNode (args: string[], timeoutMs: number, extraEnv: Record<str
   }))
 }
 
-
-/** The bench's sources as plain JavaScript in a scratch tree, removed after the test. */
-export async function scratchTree (t: { teardown: (fn: () => unknown) => void }): Promise<string> {
-  await mkdir(join(root, 'node_modules', '.cache'), { recursive: true })
-  const out = await mkdtemp(join(root, 'node_modules', '.cache', 'toolgate-bench-smoke-'))
-  t.teardown(() => rm(out, { recursive: true, force: true }))
-  await transpileTree(out)
-  return out
+/** The bench's sources as plain JavaScript: the shared build's root, to be read, never written into. */
+export function benchTree (): string {
+  return builtService().dir
 }
 
+/** A directory for what a bench run writes, removed after the test. */
+export async function scratchDir (t: { teardown: (fn: () => unknown) => void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'toolgate-bench-test-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}

@@ -9,7 +9,7 @@ import t from 'tap'
 import type { Comparison } from '../../bench/compare.js'
 import type { BenchResults } from '../../bench/results.js'
 import { REDIS_URL } from '../store/harness.js'
-import { runNode, scratchTree } from './scratch.js'
+import { benchTree, runNode, scratchDir } from './scratch.js'
 
 // The whole bench at smoke counts, then a build comparison: over two minutes on a busy 2-core machine.
 t.setTimeout(300_000)
@@ -22,9 +22,9 @@ function figures (value: unknown, path = ''): Array<[string, unknown]> {
 }
 
 t.test('the smoke bench runs every measure against its reference and produces every figure', async (t) => {
-  const out = await scratchTree(t)
+  const out = benchTree()
 
-  const resultsFile = join(out, 'results.json')
+  const resultsFile = join(await scratchDir(t), 'results.json')
   // A database of its own: the bench flushes its database before and after, and the profiler's test may run meanwhile.
   const run = await runNode([join(out, 'bench', 'run.js'), '--smoke', '--out', resultsFile], 100_000, { TOOLGATE_BENCH_REDIS: `${REDIS_URL}/5` })
   t.equal(run.code, 0, `the bench exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
@@ -74,7 +74,7 @@ t.test('the smoke bench runs every measure against its reference and produces ev
 })
 
 t.test('the build comparison runs two builds in paired rounds and gives a ratio per round', async (t) => {
-  const out = await scratchTree(t)
+  const out = benchTree()
   // The same build twice: what matters here is that it runs and reports, never the figure.
   const run = await runNode([join(out, 'bench', 'compare.js'), out, out, '--batch', '2', '--conns', '2', '--rounds', '2', '--window-ms', '100', '--warmup-ms', '50', '--json'], 100_000)
   t.equal(run.code, 0, `the comparison exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)

@@ -1,11 +1,13 @@
 /**
  * The service built for tests that start a real process (the server tests,
- * the replicas, the soak, the hostile bounds): every TypeScript file of
- * src, routes, schemas and examples transpiled alone (no type check; the
- * typecheck step does that), beside a link to node_modules.
+ * the replicas, the soak, the hostile bounds) and for the bench's tests:
+ * every TypeScript file of the folders `npm run build` builds
+ * (tsconfig.build.json's `include`: src, routes, schemas, examples, bench,
+ * scripts) transpiled alone (no type check; the typecheck step does that),
+ * beside a link to node_modules.
  *
- * Transpiling the tree costs about 5 s of CPU, and a dozen tests in eight
- * files want it, so the build is made once per content of the sources:
+ * Transpiling the tree costs about 6 s of CPU, and a dozen tests in eight
+ * files of the suite want it, and every bench test, so the build is made once per content of the sources:
  * under the system's temp directory, named by a hash of every source file,
  * the TypeScript version and this file, and shared by every test process
  * (written to a directory of its own and renamed into place, so no process
@@ -22,7 +24,7 @@ import { fileURLToPath } from 'node:url'
 import type TypeScript from 'typescript'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
-const FOLDERS = ['src', 'routes', 'schemas', 'examples']
+const FOLDERS = (JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] }).include
 const CACHE = join(tmpdir(), 'toolgate-test-builds')
 /** Written last into a finished build; its time is the build's last use. */
 const DONE = '.built'
@@ -70,7 +72,7 @@ export function builtService (): Build {
     } else {
       const { outputText } = ts.transpileModule(readFileSync(path, 'utf8'), {
         fileName: path,
-        compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true, sourceMap: false }
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true, sourceMap: false }
       })
       writeFileSync(out.replace(/\.ts$/, '.js'), outputText)
     }
