@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { SEED_VARIABLE, seedFrom, seeded, seededRandom } from './seed.js'
+import { RUNS_VARIABLE, SEED_VARIABLE, runs, seedFrom, seeded, seededRandom } from './seed.js'
 
 t.test('TOOLGATE_TEST_SEED sets the seed; unset or blank, a fresh one is drawn', async (t) => {
   t.equal(seedFrom({ [SEED_VARIABLE]: '42' }), 42)
@@ -16,6 +16,13 @@ t.test('a seed that is not a 31-bit integer is refused, naming the variable and 
   for (const bad of ['x', '1.5', '-1', String(2 ** 31), '0x10z']) {
     t.throws(() => seedFrom({ [SEED_VARIABLE]: bad }), new RegExp(`Expected \`${SEED_VARIABLE}\` to be an integer from 0 to 2147483647, got ${bad.replace('.', '\\.')}`))
   }
+})
+
+t.test('the random tests run their suite counts, and their full counts with TOOLGATE_TEST_RUNS=full', async (t) => {
+  t.equal(runs(50, 400, {}), 50)
+  t.equal(runs(50, 400, { [RUNS_VARIABLE]: '' }), 50)
+  t.equal(runs(50, 400, { [RUNS_VARIABLE]: 'full' }), 400)
+  t.throws(() => runs(50, 400, { [RUNS_VARIABLE]: 'big' }), /Expected `TOOLGATE_TEST_RUNS` to be "full" or unset, got big/)
 })
 
 t.test('the same seed draws the same values again, in fast-check and in the generator', async (t) => {

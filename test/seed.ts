@@ -25,6 +25,25 @@ export function seedFrom (env: Readonly<Record<string, string | undefined>>): nu
 /** This test process's seed. */
 export const SEED = seedFrom(process.env)
 
+export const RUNS_VARIABLE = 'TOOLGATE_TEST_RUNS'
+
+/**
+ * Whether `env` asks for the random tests' full counts: `TOOLGATE_TEST_RUNS=full`.
+ * Unset, the suite runs the smaller counts, enough to exercise every path
+ * the generators reach on every run; the full counts hunt rare cases longer.
+ */
+export function fullRunsFrom (env: Readonly<Record<string, string | undefined>>): boolean {
+  const given = env[RUNS_VARIABLE]
+  if (given === undefined || given.trim() === '') return false
+  if (given === 'full') return true
+  throw new TypeError(`Expected \`${RUNS_VARIABLE}\` to be "full" or unset, got ${given}`)
+}
+
+/** How many cases a random test runs: `suite` in the suite, `full` with `TOOLGATE_TEST_RUNS=full`. */
+export function runs (suite: number, full: number, env: Readonly<Record<string, string | undefined>> = process.env): number {
+  return fullRunsFrom(env) ? full : suite
+}
+
 /** How a test prints its seed (tap's `t.comment`). */
 interface Commenter { comment: (message: string) => void }
 

@@ -5,7 +5,7 @@ import { IsoTime } from '../../src/iso-time.js'
 import type { PreparedCall } from '../../src/model/call.js'
 import { operationId } from '../../src/receipts/operation-id.js'
 import { fingerprint } from '../../src/repeat/fingerprint.js'
-import { seeded } from '../seed.js'
+import { runs, seeded } from '../seed.js'
 
 t.test('writes exactly what JSON.stringify writes for the body object, whatever the ids, names and arguments', async (t) => {
   const iso = new IsoTime()
@@ -22,5 +22,5 @@ t.test('writes exactly what JSON.stringify writes for the body object, whatever 
       return executorBody(prefix, call, opId, deadline) === expected &&
         executorBody(prefix, call, opId, deadline, JSON.stringify(args)) === expected
     }
-  ), seeded(t, { numRuns: 2000 }))
+  ), seeded(t, { numRuns: runs(500, 2000) }))
 })

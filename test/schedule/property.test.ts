@@ -14,10 +14,11 @@ import type { BatchResponse, CallResult } from '../../src/model/result.js'
 import type { ExecutionHint, ToolDefinition } from '../../src/model/tool.js'
 import type { ToolExecutionMode } from '../../src/model/run.js'
 import { waitFor } from './harness.js'
-import { seeded } from '../seed.js'
+import { runs, seeded } from '../seed.js'
 
 /** How many random batches each property runs (at least 1,000 in all). */
-const RUNS = { plain: Number(process.env.PROP_RUNS ?? 600), uncertain: Number(process.env.PROP_RUNS ?? 200), cancelled: Number(process.env.PROP_RUNS ?? 400) }
+/** Batches per property: the suite's counts, the full ones with TOOLGATE_TEST_RUNS=full (test/seed.ts), or PROP_RUNS for each. */
+const RUNS = { plain: Number(process.env.PROP_RUNS ?? runs(150, 600)), uncertain: Number(process.env.PROP_RUNS ?? runs(60, 200)), cancelled: Number(process.env.PROP_RUNS ?? runs(100, 400)) }
 /** The executor timeout of the tools a `timeout` fault uses; every other answer comes well within it. */
 const SHORT_TIMEOUT_MS = 40
 const KEYS = ['a', 'b', 'c'] as const
