@@ -2,7 +2,7 @@ import { awaitingResponse } from '../approvals/hold.js'
 import type { WaitingBatch } from '../model/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
-import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
+import { applyDeadline } from '../runs/deadline.js'
 import { LeaseKeeper, type SharedLease, holdsLease, leased, releaseAfterFailure, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../model/run.js'
@@ -10,7 +10,7 @@ import type { BatchIdEntry, TenantUncertainty } from '../store/types.js'
 import { type RunIdentity, identityOf } from '../model/incarnation.js'
 import type { Uncertainty } from '../model/uncertainty.js'
 import { WAITING_OWNER } from '../model/waiting.js'
-import { registerGuards } from '../guards/index.js'
+import { registerGuards, startTurn } from '../guards/index.js'
 import type { Guard } from '../guards/types.js'
 import { loadWaiting, readyFor, runBatch } from './coordinator.js'
 import type { BatchAnswer, BatchRequest, EngineDeps, PreparedFirst, RunDeps } from './engine-types.js'
@@ -305,11 +305,8 @@ export class BatchEngine {
     if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
     // A batch waiting for approvals holds the run, whatever its lease says (the sweep expires it).
     if (busy || run.waiting?.phase === 'awaiting') return { kind: 'busy' }
-    const { limits } = run.options
-    let stop: TerminationReason | null = null
-    if (deadlinePassed(run, now)) stop = 'timeout'
-    else if (limits.maxTurns !== null && run.counters.turns + 1 > limits.maxTurns) stop = 'max_turns'
-    else if (limits.maxTotalTokens !== null && run.counters.totalTokens + tokens > limits.maxTotalTokens) stop = 'max_total_tokens'
+    // The run limits a new batch meets (the limits guard's): a run past one ends here.
+    const stop = startTurn(this.#deps.guards, run, { now, tokens })
     if (stop !== null) {
       terminate(run, stop)
       return { kind: 'not_active', reason: stop, terminatedNow: true }

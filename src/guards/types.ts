@@ -7,6 +7,7 @@
  *
  * | hook | when | where it runs |
  * | --- | --- | --- |
+ * | `Guard.startTurn` | a new batch starts (a turn), before its lease is taken | inside the run's atomic update: a reason ends the run instead |
  * | `screen` | the calls are prepared, before the run is read | pure: `hold` verdicts |
  * | `hold` | a call was screened `hold` | the hold phase: stores the batch, answers the 202's body |
  * | `admit`, `count` | admission | inside the run's atomic update (re-run when a store retries it) |
@@ -192,10 +193,23 @@ export interface BatchGuard {
 /** Why the run's streaks start over: a user message (`POST .../messages`), or the run's end. */
 export type ResetCause = 'message' | 'end'
 
+/** What a guard's `startTurn` is told of the batch that starts: the time, and the tokens its request reports. */
+export interface TurnStart {
+  readonly now: number
+  readonly tokens: number
+}
+
 /** A run-level rule, registered once (src/guards/index.ts). */
 export interface Guard {
   readonly name: string
   open: (batch: GuardedBatch) => BatchGuard
+  /**
+   * Inside the atomic update that starts a new batch, before the run counts
+   * its turn: a reason the run is terminated for instead (the batch is then
+   * answered `run_not_active`), or null. Runs before the batch's calls are
+   * prepared, so it reads the run and the request, not the calls.
+   */
+  startTurn?: (run: RunRecord, turn: TurnStart) => StopReason | null
   /** Inside the run's atomic update: the rule's slice of the run starts over. */
   reset?: (run: RunRecord, cause: ResetCause) => void
   /** What a call not run reads, by each reason this rule may terminate the run for (`terminate`, `afterEpoch`). */
