@@ -293,7 +293,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.strictSame((await peer.getRun('r1'))?.waiting, current, 'getRun reads it in the current form')
     t.strictSame((await store.waitingRuns()).map((r) => r.waiting), [current], 'and so does waitingRuns')
     const seen = await peer.updateRun('r1', (run) => structuredClone(run.waiting))
-    t.strictSame(seen.found && seen.value, current, 'and an update, which writes it back in that form')
-    t.strictSame((await store.getRun('r1'))?.waiting, current)
+    t.strictSame(seen.found && seen.value, current, 'and so does an update')
+    t.strictSame((await store.getRun('r1'))?.waiting, current, 'which leaves it in that form')
   })
 }
