@@ -4,7 +4,7 @@ import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { type StoredRun, coldJsonOf, decodeCold, decodeStored, hotJsonOf, joinRun, leaseFields, sameCold } from './redis-run-form.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded, readWaiting } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the Redis run state. */
@@ -344,11 +344,11 @@ export class RedisRunState implements RunStateStore {
 
 /** A run as read from its hash's fields (`h`, `c`, `r`), decoded afresh: undefined when it is gone. */
 function readRun (hot: unknown, cold: unknown, whole: unknown): RunRecord | undefined {
-  if (typeof whole === 'string' && whole !== '') return JSON.parse(whole) as RunRecord
+  if (typeof whole === 'string' && whole !== '') return readWaiting(JSON.parse(whole) as RunRecord)
   if (typeof hot !== 'string' || typeof cold !== 'string') return undefined
   const run = JSON.parse(hot) as RunRecord
   Object.assign(run, JSON.parse(cold))
-  return run
+  return readWaiting(run)
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

@@ -244,7 +244,7 @@ class Execution implements RunnerHooks {
     const argumentsJson = args.plain ? args.text : undefined
     if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
     const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
-    const approvedAt = state.approvals?.decisions[call.index]?.at
+    const approvedAt = state.approvals?.held[call.index]?.decision?.at
     if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
     const again = state.admitted?.verdicts[c.index]?.kind === 'as'
     return (again ? retryAction : dispatchAction)(ctx, call, opId, this.#prepared.preparedAt, headers, argumentsJson)
