@@ -12,10 +12,14 @@
  * guard again; <parallel> processes at a time. Callgrind counts nothing
  * until the child has run <warmup> iterations (V8 has compiled and optimized
  * the batch path by then), then counts the next <window> and stops: start-up
- * and warm-up are not in the figure at all. A guard's cost is the figure with
- * every guard less the one without it. The second count with every guard is
- * the noise (V8's compiler and collector do not run at quite the same
- * points); a cost inside it is none this can tell.
+ * and warm-up are not in the figure at all. Each figure is taken outside V8's
+ * optimizing compiler (callgrind_annotate's inclusive cost of
+ * `GetOrCompileOptimized` taken off): V8 still optimizes functions long after
+ * the warm-up, when each has done enough work, so leaving a guard out moves
+ * other functions' compiles into or out of the window, by more than a guard
+ * costs. A guard's cost is the figure with every guard less the one without
+ * it. The second count with every guard is the noise (the collector does not
+ * run at quite the same points); a cost inside it is none this can tell.
  *
  * `--warmup 0 --window 300` gives the cold figure instead: a process's first
  * 300 batches, mostly V8 parsing and compiling.
@@ -24,7 +28,10 @@ import { execFile, spawn } from 'node:child_process'
 import { realpathSync } from 'node:fs'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs, promisify } from 'node:util'
-import { instructionTotal } from './instructions.js'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { compilerInstructions, instructionTotal } from './instructions.js'
 import { integerOption } from './options.js'
 
 const execFileText = promisify(execFile)
@@ -43,13 +50,26 @@ export interface GuardCostOptions {
   parallel: number
 }
 
-/** One batch size's figures: instructions per warm batch with every guard (twice: the noise), and without each. */
+/** What one count executed per warm batch: in all, and outside V8's optimizing compiler. */
+export interface PerBatch {
+  total: number
+  /** The instructions outside `GetOrCompileOptimized`: the batch's own work and the collector's. */
+  rest: number
+}
+
+/**
+ * One batch size's figures, per warm batch: with every guard (twice: the
+ * noise), and without each. A guard's cost is on `rest`: when a function
+ * gets optimized depends on the work every function has done, so leaving a
+ * guard out moves other functions' compiles into or out of the window, by
+ * more than a guard costs.
+ */
 export interface SizeCost {
   size: number
-  all: number
-  allAgain: number
-  without: Record<string, number>
-  /** By guard: `all` less `without`, the guard's instructions per batch. */
+  all: PerBatch
+  allAgain: PerBatch
+  without: Record<string, PerBatch>
+  /** By guard: `all.rest` less `without[guard].rest`, the guard's instructions per batch. */
   cost: Record<string, number>
 }
 
@@ -61,10 +81,25 @@ const DIST = fileURLToPath(new URL('../', import.meta.url))
  * on for its <iterations> (turned by vgdb while the child waits), off again:
  * the instructions of those iterations only.
  */
-async function count (size: number, warmup: number, iterations: number, without: string | undefined): Promise<number> {
+async function count (size: number, warmup: number, iterations: number, without: string | undefined): Promise<PerBatch> {
+  const dir = await mkdtemp(join(tmpdir(), 'toolgate-guard-cost-'))
+  try {
+    const outFile = join(dir, 'callgrind.out')
+    const total = await counted(size, warmup, iterations, without, outFile)
+    const annotated = await execFileText('callgrind_annotate', ['--inclusive=yes', '--threshold=100', outFile], { maxBuffer: 256 * 1024 * 1024 })
+    const compiler = compilerInstructions(annotated.stdout)
+    if (compiler === null) throw new Error('callgrind_annotate named no GetOrCompileOptimized: the optimizing compiler\'s share is unknown')
+    return { total: total / iterations, rest: (total - compiler) / iterations }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+/** One count under callgrind into `outFile`; its total instructions. */
+async function counted (size: number, warmup: number, iterations: number, without: string | undefined, outFile: string): Promise<number> {
   const what = `the count of ${iterations} ${size}-call batches after ${warmup}${without === undefined ? '' : ` without ${without}`}`
   const args = [
-    '--tool=callgrind', '--instr-atstart=no', '--vgdb=yes', '--callgrind-out-file=/dev/null',
+    '--tool=callgrind', '--instr-atstart=no', '--vgdb=yes', `--callgrind-out-file=${outFile}`,
     // V8 writes the code it runs: valgrind must see every write to it.
     '--smc-check=all-non-file',
     process.execPath,
@@ -125,20 +160,20 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
   const out: SizeCost[] = []
   for (const size of opts.sizes) {
     const variants: Array<string | undefined> = [undefined, ...opts.guards, undefined]
-    const totals = await pool(variants.map((g) => async () => {
-      const total = await count(size, opts.warmup, opts.window, g)
-      log(`${size}-call batches, ${g === undefined ? 'every guard' : `without ${g}`}: ${total} instructions`)
-      return total
+    const counts = await pool(variants.map((g) => async () => {
+      const perBatch = await count(size, opts.warmup, opts.window, g)
+      log(`${size}-call batches, ${g === undefined ? 'every guard' : `without ${g}`}: ${Math.round(perBatch.total)} instructions per batch, ${Math.round(perBatch.rest)} outside the optimizing compiler`)
+      return perBatch
     }), opts.parallel)
-    const perBatch = (total: number | undefined): number => (total ?? 0) / opts.window
-    const all = perBatch(totals[0])
-    const without: Record<string, number> = {}
+    const at = (i: number): PerBatch => counts[i] ?? { total: 0, rest: 0 }
+    const all = at(0)
+    const without: Record<string, PerBatch> = {}
     const cost: Record<string, number> = {}
     opts.guards.forEach((g, i) => {
-      without[g] = perBatch(totals[i + 1])
-      cost[g] = all - without[g]
+      without[g] = at(i + 1)
+      cost[g] = all.rest - at(i + 1).rest
     })
-    const figures = { size, all, allAgain: perBatch(totals[totals.length - 1]), without, cost }
+    const figures = { size, all, allAgain: at(counts.length - 1), without, cost }
     log(`${size}-call batches: ${JSON.stringify(figures)}`)
     out.push(figures)
   }
@@ -148,13 +183,14 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
 export function guardCostMarkdown (costs: readonly SizeCost[], opts: GuardCostOptions): string {
   const n = (x: number): string => Math.round(x).toLocaleString('en-US')
   const lines = [
-    `Instructions per warm batch under callgrind (an iteration: create a run, one batch, end the run), counted over ${opts.window} iterations after ${opts.warmup} uncounted ones; a guard's cost is the figure with every guard less the one without it.`,
+    `Instructions per warm batch under callgrind (an iteration: create a run, one batch, end the run), counted over ${opts.window} iterations after ${opts.warmup} uncounted ones, outside V8's optimizing compiler; a guard's cost is the figure with every guard less the one without it.`,
     '',
     `| guard | ${costs.map((c) => `${c.size}-call batch`).join(' | ')} |`,
     `| --- | ${costs.map(() => '---:').join(' | ')} |`,
     ...opts.guards.map((g) => `| ${g} | ${costs.map((c) => n(c.cost[g] ?? 0)).join(' | ')} |`),
-    `| every guard (the whole iteration) | ${costs.map((c) => n(c.all)).join(' | ')} |`,
-    `| noise: every guard counted again, less the first | ${costs.map((c) => n(c.allAgain - c.all)).join(' | ')} |`
+    `| every guard: the whole iteration, outside the compiler | ${costs.map((c) => n(c.all.rest)).join(' | ')} |`,
+    `| every guard: the whole iteration, the compiler's in it | ${costs.map((c) => n(c.all.total)).join(' | ')} |`,
+    `| noise: every guard counted again, less the first | ${costs.map((c) => n(c.allAgain.rest - c.all.rest)).join(' | ')} |`
   ]
   return lines.join('\n')
 }

@@ -14,12 +14,12 @@ import canonicalizeModule from 'canonicalize'
 import { prepareCall } from '../src/prepare/pipeline.js'
 import type { AuthorizationContext } from '../src/prepare/types.js'
 import type { RawCall } from '../src/model/call.js'
-import { fingerprint } from '../src/repeat/fingerprint.js'
+import { fingerprint } from '../src/repeat/exact.js'
 import { ToolRegistry } from '../src/tools/registry.js'
 import { median } from './stats.js'
 
 type Serialize = (input: unknown) => string | undefined
-// CommonJS under NodeNext: Node hands over the function, the typings say `{ default }` (see src/repeat/fingerprint.ts).
+// CommonJS under NodeNext: Node hands over the function, the typings say `{ default }` (see src/repeat/exact.ts).
 const canonicalizeExport = canonicalizeModule as unknown as Serialize | { default: Serialize }
 const canonicalize: Serialize = typeof canonicalizeExport === 'function' ? canonicalizeExport : canonicalizeExport.default
 

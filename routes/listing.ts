@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { type Static, Type } from '@sinclair/typebox'
 import { ProblemError } from '../src/errors.js'
 import { principalOf } from '../src/http/auth.js'
-import { awaitingView } from '../src/approvals/hold.js'
+import { isWaiting } from '../src/batch/engine.js'
 import { decodeRunCursor, encodeRunCursor } from '../src/runs/cursor.js'
 import type { Services } from '../src/services.js'
 import { operatorBatchView, operatorOnly } from '../src/http/operator-view.js'
@@ -34,7 +34,7 @@ function integersOf (...names: string[]): (req: { query: unknown }) => Promise<v
 
 /** Read routes over runs and their batches, for operators' views (the page at /ui among them). */
 export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { runs, store } = services
+  const { runs, store, engine } = services
 
   app.get('/v1/runs', {
     config: readers,
@@ -91,7 +91,7 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const page = finished.slice(0, limit)
     const batches: Array<Static<typeof BatchListItem>> = page.map((b) => ({ batchId: b.batchId, state: 'completed', turn: b.turn, calls: b.calls, statuses: b.statuses, completedAt: new Date(b.completedAt).toISOString() }))
     const inFlight = run.inFlight?.batchId
-    const held = run.waiting?.phase === 'awaiting' && run.waiting.batchId === inFlight
+    const held = inFlight !== undefined && isWaiting(run, inFlight)
     if (beforeTurn === undefined && inFlight !== undefined && !page.some((b) => b.batchId === inFlight)) batches.unshift({ batchId: inFlight, state: held ? 'awaiting_approval' : 'running' })
     return { batches, next: finished.length > limit ? page.at(-1)!.turn : null }
   })
@@ -116,8 +116,7 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const record = await store.getBatch(run.runId, batchId)
     // The stored JSON text, byte for byte as first answered.
     if (record !== undefined) return reply.type(JSON_TYPE).send(shown(record.responseJson))
-    const waiting = awaitingView(run, batchId)
-    if (waiting !== undefined) return reply.type(JSON_TYPE).send(shown(JSON.stringify(waiting)))
+    if (isWaiting(run, batchId)) return reply.type(JSON_TYPE).send(shown(engine.answerWaiting(run, run.waiting!)))
     if (run.inFlight?.batchId === batchId) return { runId: run.runId, batchId, state: 'running' }
     throw new ProblemError('batch_not_found', `Run ${run.runId} has no batch ${batchId}.`)
   })

@@ -1,6 +1,7 @@
 import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
 import { providerBodySchemas } from '../src/formats/index.js'
 import { EVENT_TYPES, RUN_STATES, TERMINATION_REASONS } from './run-states.js'
+import { LOOP_KIND_LIST } from '../src/repeat/kinds/index.js'
 import { loopKindNames, spokenList } from '../src/repeat/loops.js'
 import { stringEnum } from './responses.js'
 
@@ -94,7 +95,7 @@ export const BatchEvent = Type.Object({
   status: Type.Optional(Type.String()),
   durationMs: Type.Optional(Type.Number()),
   action: Type.Optional(Type.String()),
-  kind: Type.Optional(Type.String({ description: `tool.repeat_detected: ${spokenList(loopKindNames())}` })),
+  kind: Type.Optional(Type.String({ description: `tool.repeat_detected: ${spokenList(loopKindNames(LOOP_KIND_LIST))}` })),
   count: Type.Optional(Type.Integer()),
   progress: Type.Optional(Type.Number({ description: "call.progress: the executor's progress so far (an MCP server's notifications/progress)" })),
   total: Type.Optional(Type.Number({ description: 'call.progress: the total, when the executor knows one' })),

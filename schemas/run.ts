@@ -1,7 +1,6 @@
 import { type TInteger, type TOptional, Type, type Static } from '@sinclair/typebox'
 import { LOOP_KIND_LIST } from '../src/repeat/kinds/index.js'
-import { MAX_LOOP_LIMIT } from '../src/repeat/kinds/types.js'
-import { type LoopKinds, loopLimitSettings } from '../src/repeat/loops.js'
+import { type LoopKinds, MAX_LOOP_LIMIT, loopLimitSettings } from '../src/repeat/loops.js'
 import { RunIdPattern, ToolNamePattern } from './common.js'
 import { terminationReasons } from './run-states.js'
 import { stringEnum } from './responses.js'

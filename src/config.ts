@@ -5,8 +5,7 @@
  * made from the registered kinds (src/repeat/kinds/).
  */
 import { LOOP_KIND_LIST } from './repeat/kinds/index.js'
-import { MAX_LOOP_LIMIT } from './repeat/kinds/types.js'
-import { type LoopKinds, loopLimitSettings } from './repeat/loops.js'
+import { type LoopKinds, MAX_LOOP_LIMIT, loopLimitSettings } from './repeat/loops.js'
 
 type Kind =
   | { kind: 'int', min: number, max: number }

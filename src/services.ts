@@ -32,6 +32,7 @@ import { CallRelays } from './dispatch/relays.js'
 import { listenHost } from './auth/open-mode.js'
 import { isLoopbackAddress, normalizeOrigin } from './mcp-server/origin.js'
 import { OneCallTurns } from './mcp-server/turns.js'
+import { LOOP_KIND_LIST } from './repeat/kinds/index.js'
 import { pickLoopLimits } from './repeat/loops.js'
 
 /** Everything the routes use; built once per app instance. */
@@ -174,7 +175,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
     runTtlMs,
     maxConcurrentTools: config.maxConcurrentTools,
     // The settings carry the limits' own names.
-    loopDefaults: pickLoopLimits(config),
+    loopDefaults: pickLoopLimits(config, LOOP_KIND_LIST),
     onTimedOut: (runId) => telemetry.runTerminated(runId, 'timeout'),
     onCancelledWaiting: (runId) => approvals.settleCancelled(runId),
     reset: (run, cause) => { resetGuards(engine.guards, run, cause) },

@@ -30,13 +30,15 @@ export const RECENT_CALLS = 5
  * decision: runs once the batch does), `rejected` (preparation refused it).
  */
 export function batchCalls (w: WaitingBatch): CallBrief[] {
-  return w.outcomes.map((o, i) => {
-    const call = w.calls[i]
+  const { calls, approvals } = w.state
+  return w.state.outcomes.map((o, i) => {
+    const call = calls[i]
     const callId = call?.id ?? ''
     const tool = o.tool ?? call?.name ?? ''
+    const held = approvals.held[i]
     if (!o.ok) return { callId, tool, status: 'rejected' }
-    if (o.decision !== undefined) return { callId, tool, status: o.decision.approve ? 'approved' : 'denied' }
-    return { callId, tool, status: o.held ? 'awaiting_approval' : 'waiting' }
+    if (held?.decision !== undefined) return { callId, tool, status: held.decision.approve ? 'approved' : 'denied' }
+    return { callId, tool, status: held != null ? 'awaiting_approval' : 'waiting' }
   })
 }
 

@@ -12,11 +12,10 @@ import type { RunRecord } from '../model/run.js'
 import type { Store } from '../store/types.js'
 import type { ToolLookup } from '../model/tool.js'
 import { type ApprovalContext, batchCalls } from './context.js'
-import { awaitingResponse } from './hold.js'
-import { type Decider, isPending, type StoredOutcome, type WaitingBatch } from '../model/waiting.js'
+import { type Decider, type StoredOutcome, type WaitingBatch, storedOutcome } from '../model/waiting.js'
 import type { DecisionInput, PendingApproval } from './types.js'
 import { BatchWaiters } from './waiters.js'
-import { applyDecisions, expirePending, pendingApprovals, storeOutcome, withdrawPending } from './waiting.js'
+import { applyDecisions, expirePending, pendingApprovals, pendingIndex, withdrawPending } from './waiting.js'
 
 export interface ApprovalServiceOptions {
   store: Store
@@ -82,7 +81,7 @@ export class ApprovalService {
       if (run.tenant !== tenant || w == null || w.phase !== 'awaiting' || deadlinePassed(run, now)) continue
       const calls = batchCalls(w)
       for (const p of pendingApprovals(w, run.uncertain)) {
-        out.push({ runId: run.runId, batchId: w.batchId, ...p, context: { batch: calls.filter((c) => c.callId !== p.callId) } })
+        out.push({ runId: run.runId, batchId: w.state.batchId, ...p, context: { batch: calls.filter((c) => c.callId !== p.callId) } })
       }
     }
     return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt))
@@ -96,13 +95,13 @@ export class ApprovalService {
   async decide (by: Decider, runId: string, batchId: string, decisions: readonly DecisionInput[]): Promise<DecisionAnswer> {
     const run = await this.#run(by.tenant, runId)
     const w = run.waiting
-    if (w?.batchId === batchId && w.phase === 'awaiting' && timedOut(run, w, this.#clock.now())) {
+    if (w?.state.batchId === batchId && w.phase === 'awaiting' && timedOut(run, w, this.#clock.now())) {
       // The run's timeoutMs passed while the batch waited: it is cancelled, never decided.
       await this.#takeUpStale(runId, batchId)
       throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions: its run timed out.`)
     }
-    if (w?.batchId !== batchId || w.phase !== 'awaiting') {
-      const known = run.inFlight?.batchId === batchId || w?.batchId === batchId || (await this.#options.store.getBatch(runId, batchId)) !== undefined
+    if (w?.state.batchId !== batchId || w.phase !== 'awaiting') {
+      const known = run.inFlight?.batchId === batchId || w?.state.batchId === batchId || (await this.#options.store.getBatch(runId, batchId)) !== undefined
       if (!known) throw new ProblemError('batch_not_found', `No batch ${batchId} in run ${runId}.`)
       throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
     }
@@ -111,7 +110,7 @@ export class ApprovalService {
     const taken = await this.#options.engine.takeUpWaiting(runId, batchId, (_r, waiting) => applyDecisions(waiting, decisions, edits, by, now))
     if (taken === undefined) throw new ProblemError('approval_not_pending', `Batch ${batchId} is not waiting for decisions.`)
     this.#announce(runId, batchId, taken.value, taken.waiting)
-    if (!taken.start) return { status: 202, body: JSON.stringify(awaitingResponse(runId, taken.waiting, taken.run)) }
+    if (!taken.start) return { status: 202, body: this.#options.engine.answerWaiting(taken.run, taken.waiting) }
     return { status: 200, body: await this.#runTaken(runId, batchId, taken) }
   }
 
@@ -147,7 +146,7 @@ export class ApprovalService {
     const run = await this.#options.store.getRun(runId)
     const w = run?.waiting
     if (run === undefined || w == null || w.phase !== 'awaiting' || (run.state === 'active' && !deadlinePassed(run, this.#clock.now()))) return
-    await this.#takeUpStale(runId, w.batchId)
+    await this.#takeUpStale(runId, w.state.batchId)
   }
 
   async #sweep (): Promise<number> {
@@ -157,7 +156,7 @@ export class ApprovalService {
       for (const run of await this.#options.store.waitingRuns()) {
         const w = run.waiting
         if (w == null || w.phase !== 'awaiting' || (w.expiresAt > now && run.state === 'active' && !deadlinePassed(run, now))) continue
-        if (await this.#takeUpStale(run.runId, w.batchId)) ran++
+        if (await this.#takeUpStale(run.runId, w.state.batchId)) ran++
       }
       this.#sweepFailed = false
     } catch (err) {
@@ -192,8 +191,8 @@ export class ApprovalService {
       const decision = e.type === 'call.approved' ? 'approved' : e.reason === 'approval_expired' ? 'expired' : 'denied'
       const tool = e.tool ?? ''
       this.#decisions.inc({ tool, decision })
-      const i = w.calls.findIndex((c) => c.id === e.callId)
-      const edited = w.outcomes[i]?.decision?.edited === true
+      const i = w.state.calls.findIndex((c) => c.id === e.callId)
+      const edited = w.state.approvals.held[i]?.decision?.edited === true
       // Ids and the decision only: never arguments, reasons or who decided.
       this.#options.logger.info({ runId, batchId, callId: e.callId, tool, decision, ...(edited ? { edited } : {}) }, 'approval decided')
     }
@@ -202,26 +201,18 @@ export class ApprovalService {
   /** What preparation makes of each approval's edited arguments, by call id. */
   async #prepareEdits (run: RunRecord, w: WaitingBatch, decisions: readonly DecisionInput[]): Promise<Map<string, StoredOutcome>> {
     const edits = new Map<string, StoredOutcome>()
-    const index = new Map(w.calls.map((c, i) => [c.id, i]))
-    const seen = new Set<string>()
-    for (const d of decisions) {
-      const i = index.get(d.callId)
-      // Checked again when the decisions are stored; here so a refused request prepares nothing.
-      if (i === undefined || !isPending(w.outcomes[i]!) || seen.has(d.callId)) {
-        throw new ProblemError('approval_not_pending', `Call ${d.callId} is not waiting for a decision in batch ${w.batchId}.`)
-      }
-      seen.add(d.callId)
-    }
+    // Checked again when the decisions are stored; here so a refused request prepares nothing.
+    const index = pendingIndex(w.state, decisions)
     const edited = decisions.filter((d) => d.approve && d.arguments !== undefined)
     if (edited.length === 0) return edits
-    const outcomes = await prepareBatch(edited.map((d) => ({ id: d.callId, name: w.calls[index.get(d.callId)!]!.name, arguments: d.arguments })), this.#options.tools, {
+    const outcomes = await prepareBatch(edited.map((d) => ({ id: d.callId, name: w.state.calls[index.get(d.callId)!]!.name, arguments: d.arguments })), this.#options.tools, {
       runId: run.runId,
       tenant: run.tenant,
       allowedTools: run.options.tools === null ? null : new Set(run.options.tools),
-      scopes: new Set(w.scopes),
+      scopes: new Set(w.state.scopes),
       maxArgumentBytes: this.#options.maxArgumentBytes
     }, this.#options.authorizer)
-    for (const o of outcomes) edits.set(o.id, storeOutcome(o))
+    for (const o of outcomes) edits.set(o.id, storedOutcome(o))
     return edits
   }
 

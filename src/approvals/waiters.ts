@@ -105,7 +105,7 @@ export function waitForAnswer (o: WaitOptions): Promise<string | null> {
         if (record !== undefined) return finish(record.responseJson)
         const run = await o.store.getRun(o.runId)
         if (run === undefined || run.state === 'ended') return finish(null)
-        if (run.waiting?.batchId === o.batchId) for (const e of run.waiting.events) forward(e)
+        if (run.waiting?.state.batchId === o.batchId) for (const e of run.waiting.state.approvals.events) forward(e)
         failing = false
       } catch (err) {
         // The store is away: the next poll tries again. Logged once per outage, not once per poll.

@@ -1,15 +1,15 @@
 /**
  * The pure core of approvals (SPEC section 13): which calls a batch holds,
- * the waiting batch a store keeps, decisions and expiry applied to it, and
- * the calls restored from it when the batch is taken up, and the decisions
- * recorded in the results. No I/O here.
+ * decisions and expiry applied to its stored state, what the API shows of
+ * it while it waits, and the decisions recorded in the results once it is
+ * taken up. No I/O here. The stored state itself is the batch's
+ * (`storedState` and `loadState`, src/batch/stored-state.ts).
  */
 import { ProblemError } from '../errors.js'
 import type { BatchEvent, CallResult } from '../model/result.js'
 import type { RunStats } from '../model/run.js'
-import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall } from '../model/call.js'
-import type { ToolLookup } from '../model/tool.js'
-import { type Decider, type Decision, type StoredOutcome, type WaitingBatch, isPending } from '../model/waiting.js'
+import type { PreparationOutcome } from '../model/call.js'
+import { type Approvals, type Decider, type Decision, type HeldCall, type StoredOutcome, type StoredState, type WaitingBatch, isPending } from '../model/waiting.js'
 import type { DecisionInput, PendingApproval } from './types.js'
 import { weighCalls } from '../uncertain/batch.js'
 import type { Uncertainty } from '../model/uncertainty.js'
@@ -21,63 +21,34 @@ export function heldIndexes (outcomes: readonly PreparationOutcome[]): number[] 
   return held
 }
 
-export interface WaitingInput {
-  batchId: string
-  requestHash: string
-  turn: number
-  scopes: Iterable<string>
-  format?: string | undefined
-  now: number
-  ttlMs: number
-  outcomes: readonly PreparationOutcome[]
-  events: BatchEvent[]
-  /** The calls as they came, for what a provider format marked on them (`kind`, `generatedId`). */
-  calls?: readonly RawCall[]
+/** The approvals of a batch about to be held: every prepared call of a tool that requires approval held, the batch's events so far. */
+export function holdApprovals (outcomes: readonly PreparationOutcome[], events: readonly BatchEvent[]): Approvals {
+  return { held: outcomes.map((o) => o.ok && o.tool.requiresApproval ? {} : null), events: [...events] }
 }
 
-/** A waiting batch's entry for a call: its id and name, and the provider format's marks on it. */
-function callOf (o: PreparationOutcome, raw: RawCall | undefined): WaitingBatch['calls'][number] {
-  const call: WaitingBatch['calls'][number] = { id: o.id, name: o.requestedName }
-  if (raw?.kind !== undefined) call.kind = raw.kind
-  if (raw?.generatedId === true) call.generatedId = true
-  return call
+/** Each held call no one has decided yet, by call index, with its stored outcome. */
+function eachPending (state: StoredState, fn: (o: Extract<StoredOutcome, { ok: true }>, held: HeldCall, index: number) => void): void {
+  state.outcomes.forEach((o, i) => {
+    if (o.ok && isPending(state, i)) fn(o, state.approvals.held[i]!, i)
+  })
 }
 
-/** The waiting batch of prepared outcomes, every call of a tool that requires approval held. */
-export function toWaiting (input: WaitingInput): WaitingBatch {
-  const w: WaitingBatch = {
-    batchId: input.batchId,
-    requestHash: input.requestHash,
-    turn: input.turn,
-    phase: 'awaiting',
-    scopes: [...input.scopes],
-    requestedAt: input.now,
-    expiresAt: input.now + input.ttlMs,
-    calls: input.outcomes.map((o) => callOf(o, input.calls?.[o.index])),
-    outcomes: input.outcomes.map(storeOutcome),
-    events: input.events
-  }
-  if (input.format !== undefined) w.format = input.format
-  return w
-}
-
-/** A preparation outcome as a store holds it; `held` for a prepared call of a tool that requires approval. */
-export function storeOutcome (o: PreparationOutcome): StoredOutcome {
-  // Arguments are copied: preparation may have filled them in place, and the record must not share them with the request.
-  if (o.ok) return { ok: true, tool: o.tool.name, arguments: structuredClone(o.arguments), held: o.tool.requiresApproval, conflictKey: o.conflictKey }
-  return { ok: false, tool: o.tool?.name ?? null, reason: o.reason, message: o.message, arguments: structuredClone(o.arguments) }
+/** How many calls of the batch wait for a decision. */
+export function pendingCount (state: StoredState): number {
+  let n = 0
+  eachPending(state, () => { n++ })
+  return n
 }
 
 /** Every call of the batch still waiting for a decision, as the API shows it. */
-export function pendingApprovals (w: WaitingBatch, uncertain?: readonly Uncertainty[]): PendingApproval[] {
+export function pendingApprovals (w: Pick<WaitingBatch, 'state' | 'requestedAt' | 'expiresAt'>, uncertain?: readonly Uncertainty[]): PendingApproval[] {
   const out: PendingApproval[] = []
   const requestedAt = new Date(w.requestedAt).toISOString()
   const expiresAt = new Date(w.expiresAt).toISOString()
-  w.outcomes.forEach((o, i) => {
-    if (!o.ok || !isPending(o)) return
-    const entry: PendingApproval = { callId: w.calls[i]!.id, tool: o.tool, arguments: o.arguments, requestedAt, expiresAt }
+  eachPending(w.state, (o, held, i) => {
+    const entry: PendingApproval = { callId: w.state.calls[i]!.id, tool: o.tool, arguments: o.arguments, requestedAt, expiresAt }
     // Said while the write it retries is still unresolved: approving it then would not run it.
-    if (o.retryOf !== undefined && uncertain?.some((u) => u.operationId === o.retryOf) === true) entry.blockedBy = o.retryOf
+    if (held.retryOf !== undefined && uncertain?.some((u) => u.operationId === held.retryOf) === true) entry.blockedBy = held.retryOf
     out.push(entry)
   })
   return out
@@ -88,27 +59,28 @@ export function pendingApprovals (w: WaitingBatch, uncertain?: readonly Uncertai
  * writes and would be `blocked` at admission (SPEC section 14), inside the
  * update that holds the batch: the person asked sees it before deciding.
  */
-export function markBlockedRetries (w: WaitingBatch, uncertain: readonly Uncertainty[] | undefined, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): void {
+export function markBlockedRetries (approvals: Approvals, uncertain: readonly Uncertainty[] | undefined, outcomes: readonly PreparationOutcome[], fingerprints: readonly string[]): void {
   const weighed = weighCalls(uncertain, outcomes, fingerprints)
-  w.outcomes.forEach((o, i) => {
+  approvals.held.forEach((held, i) => {
     const h = weighed[i]
-    if (o.ok && o.held && h?.kind === 'blocked') o.retryOf = h.by.operationId
+    if (held !== null && outcomes[i]?.ok === true && h?.kind === 'blocked') held.retryOf = h.by.operationId
   })
 }
 
 /** The next event of the batch, numbered after those it has. */
-function nextEvent (w: WaitingBatch, at: number, event: Omit<BatchEvent, 'seq' | 'at'>): BatchEvent {
-  const seq = (w.events.at(-1)?.seq ?? 0) + 1
+function nextEvent (approvals: Approvals, at: number, event: Omit<BatchEvent, 'seq' | 'at'>): BatchEvent {
+  const seq = (approvals.events.at(-1)?.seq ?? 0) + 1
   const full = { seq, at: new Date(at).toISOString(), ...event } as BatchEvent
-  w.events.push(full)
+  approvals.events.push(full)
   return full
 }
 
 /** The events announcing the held calls, after the batch's own. */
 export function announceHeld (w: WaitingBatch): BatchEvent[] {
   const out: BatchEvent[] = []
-  w.outcomes.forEach((o, i) => {
-    if (o.ok && o.held) out.push(nextEvent(w, w.requestedAt, { type: 'call.awaiting_approval', callId: w.calls[i]!.id, tool: o.tool }))
+  const { state } = w
+  state.outcomes.forEach((o, i) => {
+    if (o.ok && state.approvals.held[i] != null) out.push(nextEvent(state.approvals, w.requestedAt, { type: 'call.awaiting_approval', callId: state.calls[i]!.id, tool: o.tool }))
   })
   return out
 }
@@ -122,44 +94,55 @@ export function announceHeld (w: WaitingBatch): BatchEvent[] {
  */
 export function applyDecisions (w: WaitingBatch, decisions: readonly DecisionInput[], edits: ReadonlyMap<string, StoredOutcome>,
   by: Decider, now: number): BatchEvent[] {
-  if (w.phase !== 'awaiting') throw notPending(`Batch ${w.batchId} is not waiting for decisions any more.`)
-  if (now >= w.expiresAt) throw notPending(`The approvals of batch ${w.batchId} expired at ${new Date(w.expiresAt).toISOString()}.`)
-  const index = new Map(w.calls.map((c, i) => [c.id, i]))
-  const seen = new Set<string>()
-  for (const d of decisions) {
-    const i = index.get(d.callId)
-    if (i === undefined || !isPending(w.outcomes[i]!) || seen.has(d.callId)) throw notPending(`Call ${d.callId} is not waiting for a decision in batch ${w.batchId}.`)
-    seen.add(d.callId)
-  }
+  const { state } = w
+  if (w.phase !== 'awaiting') throw notPending(`Batch ${state.batchId} is not waiting for decisions any more.`)
+  if (now >= w.expiresAt) throw notPending(`The approvals of batch ${state.batchId} expired at ${new Date(w.expiresAt).toISOString()}.`)
+  const index = pendingIndex(state, decisions)
   const events: BatchEvent[] = []
   for (const d of decisions) {
     const i = index.get(d.callId)!
-    const held = w.outcomes[i] as Extract<StoredOutcome, { ok: true }>
+    const held = state.outcomes[i] as Extract<StoredOutcome, { ok: true }>
     const decision: Decision = { approve: d.approve, by, at: now }
     if (!d.approve && d.reason !== undefined) decision.reason = d.reason
     const edit = d.approve ? edits.get(d.callId) : undefined
     if (edit !== undefined) {
       decision.edited = true
       decision.arguments = { original: structuredClone(held.arguments), edited: structuredClone(edit.arguments) }
+      // An edit that failed preparation leaves a rejection, decided as approved.
+      state.outcomes[i] = edit
     }
-    // An edit that failed preparation leaves a rejection, decided as approved.
-    w.outcomes[i] = { ...(edit ?? held), ...(edit?.ok === true ? { held: true } : {}), decision }
+    state.approvals.held[i]!.decision = decision
     const event = d.approve
       ? { type: 'call.approved' as const, callId: d.callId, tool: held.tool }
       : { type: 'call.denied' as const, callId: d.callId, tool: held.tool, reason: 'denied' }
-    events.push(nextEvent(w, now, event))
+    events.push(nextEvent(state.approvals, now, event))
   }
   return events
+}
+
+/**
+ * The call index of each decision's call, once every one names a call
+ * still pending, and none twice; thrown `approval_not_pending` otherwise.
+ */
+export function pendingIndex (state: StoredState, decisions: readonly DecisionInput[]): Map<string, number> {
+  const all = new Map(state.calls.map((c, i) => [c.id, i]))
+  const index = new Map<string, number>()
+  for (const d of decisions) {
+    const i = all.get(d.callId)
+    if (i === undefined || !isPending(state, i) || index.has(d.callId)) throw notPending(`Call ${d.callId} is not waiting for a decision in batch ${state.batchId}.`)
+    index.set(d.callId, i)
+  }
+  return index
 }
 
 /** Denies every call still pending with `approval_expired`, once the approvals' time is up; answers the events. */
 export function expirePending (w: WaitingBatch, now: number): BatchEvent[] {
   if (w.phase !== 'awaiting' || now < w.expiresAt) return []
   const events: BatchEvent[] = []
-  w.outcomes.forEach((o, i) => {
-    if (!o.ok || !isPending(o)) return
-    o.decision = { approve: false, by: null, at: now, expired: true }
-    events.push(nextEvent(w, now, { type: 'call.denied', callId: w.calls[i]!.id, tool: o.tool, reason: 'approval_expired' }))
+  const { state } = w
+  eachPending(state, (o, held, i) => {
+    held.decision = { approve: false, by: null, at: now, expired: true }
+    events.push(nextEvent(state.approvals, now, { type: 'call.denied', callId: state.calls[i]!.id, tool: o.tool, reason: 'approval_expired' }))
   })
   return events
 }
@@ -172,47 +155,12 @@ export function expirePending (w: WaitingBatch, now: number): BatchEvent[] {
 export function withdrawPending (w: WaitingBatch, callIds: ReadonlySet<string>, now: number): number {
   if (w.phase !== 'awaiting') return 0
   let withdrawn = 0
-  w.outcomes.forEach((o, i) => {
-    if (!o.ok || !isPending(o) || !callIds.has(w.calls[i]!.id)) return
-    o.decision = { approve: false, by: null, at: now, withdrawn: true }
+  eachPending(w.state, (_o, held, i) => {
+    if (!callIds.has(w.state.calls[i]!.id)) return
+    held.decision = { approve: false, by: null, at: now, withdrawn: true }
     withdrawn++
   })
   return withdrawn
-}
-
-/** What a taken-up batch needs of its decisions, by call index. */
-export interface RestoredApprovals {
-  outcomes: PreparationOutcome[]
-  /** The decision on each held call (undefined for calls that were not held). */
-  decisions: Array<Decision | undefined>
-  /** The batch's host-visible events while it waited; its answer continues them. */
-  events: BatchEvent[]
-}
-
-/**
- * The calls of a waiting batch as preparation outcomes again, tools looked
- * up by name on this replica (a tool removed meanwhile makes its call
- * `unknown_tool`). Denied calls stay prepared: they count for repeats like
- * any prepared call; the engine answers them `denied` instead of running them.
- */
-export function restoreOutcomes (w: WaitingBatch, tools: ToolLookup): RestoredApprovals {
-  const outcomes: PreparationOutcome[] = []
-  const decisions: Array<Decision | undefined> = []
-  w.outcomes.forEach((o, index) => {
-    const { id, name: requestedName } = w.calls[index]!
-    decisions.push(o.decision)
-    const tool = o.tool === null ? null : (tools.resolve(o.tool) ?? null)
-    if (!o.ok) {
-      const rejected: RejectedCall = { ok: false, index, id, requestedName, tool, reason: o.reason, message: o.message, arguments: o.arguments }
-      outcomes.push(rejected)
-    } else if (tool === null) {
-      outcomes.push({ ok: false, index, id, requestedName, tool: null, reason: 'unknown_tool', message: `the tool ${o.tool} was removed while the batch waited`, arguments: o.arguments })
-    } else {
-      const prepared: PreparedCall = { ok: true, index, id, requestedName, tool, arguments: o.arguments, conflictKey: o.conflictKey }
-      outcomes.push(prepared)
-    }
-  })
-  return { outcomes, decisions, events: w.events }
 }
 
 /** How a decision shows in its call's `details.approval`: who (tenant and name, never a key), when, what. */

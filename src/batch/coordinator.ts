@@ -1,8 +1,8 @@
 /**
  * The coordinator of a batch's phases. A batch's state is created when the
- * batch starts (the engine's start step, `newBatchState`), or loaded here
- * from the run's waiting batch when a batch held for approvals is taken up,
- * on this replica or another (`loadWaiting`). `runBatch` gives it a runtime
+ * batch starts (the engine's start step, `newBatchState`), or loaded from
+ * the run's waiting batch when a batch held for approvals is taken up, on
+ * this replica or another (`loadState`, stored-state.ts). `runBatch` gives it a runtime
  * in this process and runs the phase the state names next, and the ones
  * after it, until the batch has its answer: prepare, hold, admit, settle,
  * execute, answer. Its start step is where the engine's fast path shows: a
@@ -12,11 +12,8 @@
  * it runs.
  */
 import { performance } from 'node:perf_hooks'
-import type { WaitingBatch } from '../model/waiting.js'
-import { restoreOutcomes } from '../approvals/waiting.js'
 import type { TimerHandle } from '../clock.js'
 import { EventRecorder } from '../events/recorder.js'
-import { canonicalText } from '../model/json.js'
 import { terminateByTimeout } from '../runs/deadline.js'
 import { type LeaseKeeper, type SharedLease, releaseAfterFailure } from '../runs/lease.js'
 import type { RunRecord } from '../model/run.js'
@@ -24,14 +21,14 @@ import { StopSwitch } from '../schedule/types.js'
 import { type BatchInfo, ObserverList } from '../telemetry/types.js'
 import { openGuards } from '../guards/index.js'
 import type { GuardedBatch } from '../guards/types.js'
-import type { BatchAnswer, EngineDeps, RunDeps } from './engine-types.js'
+import type { BatchAnswer, RunDeps } from './engine-types.js'
 import { admit, settle } from './phases/admit.js'
 import { answer } from './phases/answer.js'
 import { execute } from './phases/execute.js'
 import { hold } from './phases/hold.js'
-import { notePreparation, prepare, preparedAgain } from './phases/prepare.js'
+import { notePreparation, prepare } from './phases/prepare.js'
 import { type BatchRuntime, guardView } from './runtime.js'
-import { type BatchState, type Prepared, type Ready, newBatchState } from './state.js'
+import type { BatchState, Prepared, Ready } from './state.js'
 import type { BatchEvent } from '../model/result.js'
 
 /** The longest delay a Node timer honours. */
@@ -50,20 +47,6 @@ export interface BatchIo {
   tracestate?: string | undefined
   /** The lease it shares with other batches of its run (MCP calls that arrive together), when it does. */
   shared?: SharedLease | undefined
-}
-
-/**
- * The state of a batch the hold phase stored, loaded to run on from the
- * admit phase: its calls as prepared then, tools looked up here, with the
- * decisions on them.
- */
-export function loadWaiting (deps: EngineDeps, run: RunRecord, w: WaitingBatch): BatchState {
-  const approvals = restoreOutcomes(w, deps.tools)
-  const identified = { requestHash: w.requestHash, argumentTexts: approvals.outcomes.map((o) => canonicalText(o.arguments ?? null)) }
-  const state = newBatchState({ runId: run.runId, tenant: run.tenant, batchId: w.batchId, calls: w.calls, scopes: new Set(w.scopes), format: w.format, approvals }, run, w.turn, identified)
-  state.prepared = preparedAgain(deps, w.calls, approvals.outcomes)
-  state.phase = 'admit'
-  return state
 }
 
 /**
@@ -182,7 +165,7 @@ export function readyFor (deps: RunDeps, state: Pick<BatchState, 'runId' | 'tena
     calls: state.calls,
     outcomes: prepared.outcomes,
     fingerprints: prepared.fingerprints,
-    decisions: state.approvals?.decisions,
+    decisions: state.approvals?.held.map((h) => h?.decision),
     blockedBy: state.blockedBy
   }
   return { prepared, batch, guards: openGuards(deps.guards, batch) }

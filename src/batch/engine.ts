@@ -1,8 +1,7 @@
-import { awaitingResponse } from '../approvals/hold.js'
 import type { WaitingBatch } from '../model/waiting.js'
 import { ProblemError } from '../errors.js'
 import { requestIdentity } from '../formats/index.js'
-import { applyDeadline, deadlinePassed } from '../runs/deadline.js'
+import { applyDeadline } from '../runs/deadline.js'
 import { LeaseKeeper, type SharedLease, holdsLease, leased, releaseAfterFailure, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../model/run.js'
@@ -10,15 +9,17 @@ import type { BatchIdEntry, TenantUncertainty } from '../store/types.js'
 import { type RunIdentity, identityOf } from '../model/incarnation.js'
 import type { Uncertainty } from '../model/uncertainty.js'
 import { WAITING_OWNER } from '../model/waiting.js'
-import { registerGuards } from '../guards/index.js'
+import { registerGuards, startTurn } from '../guards/index.js'
 import type { Guard } from '../guards/types.js'
-import { loadWaiting, readyFor, runBatch } from './coordinator.js'
+import { readyFor, runBatch } from './coordinator.js'
 import type { BatchAnswer, BatchRequest, EngineDeps, PreparedFirst, RunDeps } from './engine-types.js'
 import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
 import { admitInto } from './phases/admit.js'
 import { mayHold } from './phases/hold.js'
 import { preparableFirst, prepareCalls, sameTools } from './phases/prepare.js'
+import { respond } from './respond.js'
 import { type Admitted, type Prepared, type Ready, newBatchState } from './state.js'
+import { loadState } from './stored-state.js'
 import type { BatchEvent } from '../model/result.js'
 
 /** What the step that starts a batch found: it started (the lease taken), or why not. */
@@ -221,18 +222,18 @@ export class BatchEngine {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Start, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
       ownedRun(run, req.tenant, req.runId)
       const now = this.#deps.clock.now()
-      if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
+      if (isWaiting(run, req.batchId)) return { kind: 'waiting', body: this.answerWaiting(run, run.waiting!) }
       if (leased(run, now)) return { kind: 'busy' }
       if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
       takeLease(run, req.batchId, this.#deps, now)
       // Taken up after approvals, then its replica died: it runs again from its decisions, not from a new hold.
-      if (run.waiting?.batchId === req.batchId) return { kind: 'started', run, turn: run.waiting.turn, waiting: structuredClone(run.waiting) }
+      if (run.waiting?.state.batchId === req.batchId) return { kind: 'started', run, turn: run.waiting.state.turn, waiting: structuredClone(run.waiting) }
       return { kind: 'started', run, turn: run.counters.turns }
     })
     const start = resumed.found ? resumed.value : { kind: 'not_found' as const }
     if (start.kind === 'waiting') return { body: start.body, replayed: true, status: 202, log: { runId: req.runId, batchId: req.batchId, replayed: true, outcome: 'awaiting_approval' } }
     if (start.kind !== 'started') throw refusal(start, req)
-    const state = start.waiting !== undefined ? loadWaiting(this.#deps, start.run, start.waiting) : newBatchState(req, start.run, start.turn, calls)
+    const state = start.waiting !== undefined ? loadState(this.#deps, start.run, start.waiting) : newBatchState(req, start.run, start.turn, calls)
     // Loaded after approvals, it runs as when a decision takes it up: this resend's ids and trace context are not passed on.
     return await runBatch(this.#deps, this.#leases, start.run, state, start.waiting !== undefined ? { onEvent: req.onEvent, signal: req.signal } : req)
   }
@@ -248,7 +249,7 @@ export class BatchEngine {
   async takeUpWaiting<T> (runId: string, batchId: string, step: (run: RunRecord, waiting: WaitingBatch) => T): Promise<TakenUp<T> | undefined> {
     const taken = await this.#deps.store.updateRun(runId, (run) => {
       const w = run.waiting
-      if (w == null || w.batchId !== batchId) return undefined
+      if (w == null || w.state.batchId !== batchId) return undefined
       const value = step(run, w)
       const now = this.#deps.clock.now()
       const timedOut = applyDeadline(run, now)
@@ -263,7 +264,16 @@ export class BatchEngine {
 
   /** Runs a waiting batch this replica took up (`takeUpWaiting` answered `start`), from its stored state: its completed answer. */
   async runTaken (taken: TakenUp<unknown>, onEvent?: (event: BatchEvent) => void): Promise<BatchAnswer> {
-    return await runBatch(this.#deps, this.#leases, taken.run, loadWaiting(this.#deps, taken.run, taken.waiting), { onEvent })
+    return await runBatch(this.#deps, this.#leases, taken.run, loadState(this.#deps, taken.run, taken.waiting), { onEvent })
+  }
+
+  /**
+   * What a batch of `run` waiting for approvals, `w`, answers as it stands:
+   * its state loaded, answered 202 (a resend, the batch resource, a
+   * decision that leaves calls pending).
+   */
+  answerWaiting (run: Pick<RunRecord, 'runId' | 'tenant' | 'options' | 'createdAt' | 'state' | 'terminationReason' | 'uncertain'>, w: WaitingBatch): string {
+    return respond(loadState(this.#deps, run, w), null, { held: { waiting: w, run } })
   }
 
   /**
@@ -295,7 +305,7 @@ export class BatchEngine {
     const busy = held && !joins
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
-      if (run.waiting?.batchId === req.batchId && run.waiting.phase === 'awaiting') return { kind: 'waiting', body: JSON.stringify(awaitingResponse(req.runId, run.waiting, run)) }
+      if (isWaiting(run, req.batchId)) return { kind: 'waiting', body: this.answerWaiting(run, run.waiting!) }
       return busy && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay', run: identityOf(run) }
     }
     // A shared lease of this process that lapsed under its batches: it is lost to them; the next call takes the run over under another.
@@ -305,11 +315,8 @@ export class BatchEngine {
     if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
     // A batch waiting for approvals holds the run, whatever its lease says (the sweep expires it).
     if (busy || run.waiting?.phase === 'awaiting') return { kind: 'busy' }
-    const { limits } = run.options
-    let stop: TerminationReason | null = null
-    if (deadlinePassed(run, now)) stop = 'timeout'
-    else if (limits.maxTurns !== null && run.counters.turns + 1 > limits.maxTurns) stop = 'max_turns'
-    else if (limits.maxTotalTokens !== null && run.counters.totalTokens + tokens > limits.maxTotalTokens) stop = 'max_total_tokens'
+    // The run limits a new batch meets (the limits guard's): a run past one ends here.
+    const stop = startTurn(this.#deps.guards, run, { now, tokens })
     if (stop !== null) {
       terminate(run, stop)
       return { kind: 'not_active', reason: stop, terminatedNow: true }
@@ -322,6 +329,11 @@ export class BatchEngine {
     takeLease(run, shared?.id ?? req.batchId, this.#deps, now)
     return { kind: 'started', run, turn: run.counters.turns }
   }
+}
+
+/** Whether `batchId` is the batch of `run` waiting for approvals (not yet taken up). */
+export function isWaiting (run: RunRecord, batchId: string): boolean {
+  return run.waiting?.state.batchId === batchId && run.waiting.phase === 'awaiting'
 }
 
 /** Most runs whose tool list is kept here. */

@@ -6,10 +6,9 @@
  * up after approvals, and runs the phase it names next. It is data, no
  * behaviour; what exists only while the batch runs in this process (its stop
  * switch, observers, detectors) is its `BatchRuntime`. The hold phase stores
- * it as the run's `WaitingBatch` (`src/model/waiting.ts`): plain JSON,
- * tools named rather than held, scopes as a list.
+ * it in the run's waiting batch as plain JSON, tools named rather than held,
+ * scopes as a list (`storedState` and `loadState`, stored-state.ts).
  */
-import type { RestoredApprovals } from '../approvals/waiting.js'
 import type { Admitted, BatchGuard, GuardedBatch } from '../guards/types.js'
 import { emptyStats } from '../runs/stats.js'
 import type { RunOptions, RunRecord, RunStats } from '../model/run.js'
@@ -18,6 +17,7 @@ import type { CanonicalText } from '../model/json.js'
 import type { StopReason } from '../model/results.js'
 import type { IdentifiedCalls } from './identify-calls.js'
 import type { CallResult, PolicyMessage } from '../model/result.js'
+import type { Approvals } from '../model/waiting.js'
 
 export type { Admitted } from '../guards/types.js'
 
@@ -52,8 +52,8 @@ export interface BatchState {
   format?: string
   /** The provider cut its response short: every call is rejected. */
   incomplete?: boolean
-  /** A batch taken up after it waited for approvals: its calls as prepared then, and the decisions on them. */
-  approvals?: RestoredApprovals
+  /** A batch held for approvals (set once it is held, or loaded when it is taken up): its held calls with the decisions on them, and its events while it waited. */
+  approvals?: Approvals
   /** Set by the prepare phase, or before the lease by the engine's fast path (the batch then starts at `hold` or `settle`). */
   prepared?: Prepared
   /** Set by the admit phase (the guards' verdicts), or in the lease's own step by the engine's fast path; undefined after it when the run was gone. */
@@ -110,13 +110,13 @@ export interface StateInput {
   scopes: ReadonlySet<string>
   format?: string | undefined
   incomplete?: boolean | undefined
-  approvals?: RestoredApprovals | undefined
+  approvals?: Approvals | undefined
   /** Scheduled by arrival behind a write that became uncertain: that write's call id. */
   blockedBy?: string | undefined
 }
 
 /** A batch's state before its first phase, on `run` as the step that started it left the run. */
-export function newBatchState (input: StateInput, run: RunRecord, turn: number, identified: IdentifiedCalls): BatchState {
+export function newBatchState (input: StateInput, run: Pick<RunRecord, 'options' | 'createdAt'>, turn: number, identified: IdentifiedCalls): BatchState {
   const state: BatchState = {
     phase: 'prepare',
     runId: input.runId,

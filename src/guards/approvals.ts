@@ -1,8 +1,9 @@
 /**
  * Approvals (SPEC section 13) as one guard. Before the run is read: a
  * prepared call of a tool that requires approval is screened `hold`, and
- * the hold phase has this guard store the batch as its run's waiting batch,
- * atomically with the run (the lease passed to no replica), for a 202.
+ * the hold phase has this guard store the batch's state, those calls held,
+ * as its run's waiting batch, atomically with the run (the lease passed to
+ * no replica), for a 202.
  * Whichever request or replica decides its last call takes it up
  * (`BatchEngine.takeUpWaiting`): at its admission a denied call is settled
  * `denied`, and as it closes each decision is recorded in its call's
@@ -13,11 +14,11 @@ import { ProblemError } from '../errors.js'
 import { cancelledResult, deniedResult } from '../model/results.js'
 import type { RunRecord, RunStats } from '../model/run.js'
 import { type Store, TenantWaitingQuotaError } from '../store/types.js'
-import { awaitingResponse } from '../approvals/hold.js'
+import type { WaitingBatch } from '../model/waiting.js'
 import type { ApprovalSettings } from '../approvals/types.js'
-import { announceHeld, heldIndexes, markBlockedRetries, recordDecisions, toWaiting } from '../approvals/waiting.js'
+import { announceHeld, heldIndexes, holdApprovals, markBlockedRetries, pendingCount, recordDecisions } from '../approvals/waiting.js'
 import { hold as holdRun } from '../runs/transitions.js'
-import type { AdmissionScope, BatchGuard, ClosingBatch, Guard, GuardedBatch, GuardRuntime, Held, Verdict } from './types.js'
+import type { AdmissionScope, BatchGuard, ClosingBatch, Guard, GuardedBatch, GuardRuntime, Held, StoreState, Verdict } from './types.js'
 
 const NAME = 'approvals'
 
@@ -46,36 +47,31 @@ class ApprovalsGuard implements BatchGuard {
   }
 
   /**
-   * Stores the batch as its run's waiting batch; null when the run left
-   * `active` or the lease was lost meanwhile: the batch then goes on as any
-   * batch does.
+   * Stores the batch's state, its calls held, as its run's waiting batch;
+   * null when the run left `active` or the lease was lost meanwhile: the
+   * batch then goes on as any batch does.
    */
-  async hold (rt: GuardRuntime): Promise<Held | null> {
+  async hold (rt: GuardRuntime, stored: StoreState): Promise<Held | null> {
     const { store, clock, replicaId } = this.#deps
     const batch = this.#batch
-    const waiting = toWaiting({
-      batchId: batch.batchId,
+    const now = clock.now()
+    const waiting: WaitingBatch = {
+      phase: 'awaiting',
       requestHash: batch.requestHash,
-      turn: batch.turn,
-      scopes: batch.scopes,
-      format: batch.format,
-      now: clock.now(),
-      ttlMs: this.#settings.ttlMs,
-      outcomes: batch.outcomes,
-      events: [...rt.events],
-      calls: batch.calls
-    })
+      requestedAt: now,
+      expiresAt: now + this.#settings.ttlMs,
+      state: stored(holdApprovals(batch.outcomes, rt.events))
+    }
     const announced = announceHeld(waiting)
     let uncertain: RunRecord['uncertain']
-    const stored = await store.updateRun(batch.runId, (r) => {
-      markBlockedRetries(waiting, r.uncertain, batch.outcomes, batch.fingerprints)
+    const held = await store.updateRun(batch.runId, (r) => {
+      markBlockedRetries(waiting.state.approvals, r.uncertain, batch.outcomes, batch.fingerprints)
       uncertain = r.uncertain
       return holdRun(r, waiting, replicaId, this.#settings.graceMs)
     }).catch(refuseOverQuota)
-    if (!stored.found || !stored.value) return null
+    if (!held.found || !held.value) return null
     for (const e of announced) rt.onEvent?.(e)
-    const body = awaitingResponse(batch.runId, waiting, { state: 'active', terminationReason: null, uncertain })
-    return { body, held: body.approvals.length }
+    return { waiting, run: { state: 'active', terminationReason: null, uncertain }, held: pendingCount(waiting.state) }
   }
 }
 

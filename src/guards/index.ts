@@ -15,8 +15,8 @@ import { loopsGuard } from './loops.js'
 import { retrySafetyGuard } from './retry-safety.js'
 import { type TenantKeyDeps, tenantKeyGuard } from './tenant-key.js'
 import { type WriteAheadDeps, writeAheadGuard } from './write-ahead.js'
-import type { BatchGuard, Guard, GuardedBatch, ResetCause } from './types.js'
-import type { RunRecord } from '../model/run.js'
+import type { BatchGuard, Guard, GuardedBatch, ResetCause, TurnStart } from './types.js'
+import type { RunRecord, TerminationReason } from '../model/run.js'
 
 /** What the registered guards are built with. */
 export interface GuardSetup extends Omit<ApprovalsDeps, 'store'>, TenantKeyDeps {
@@ -45,6 +45,15 @@ export function registerGuards (setup: GuardSetup): Guard[] {
 /** Each guard's part in one batch, in registration order. */
 export function openGuards (guards: readonly Guard[], batch: GuardedBatch): BatchGuard[] {
   return guards.map((g) => g.open(batch))
+}
+
+/** Inside the atomic update that starts a new batch: the first reason a guard gives to end the run instead, or null. */
+export function startTurn (guards: readonly Guard[], run: RunRecord, turn: TurnStart): TerminationReason | null {
+  for (const g of guards) {
+    const stop = g.startTurn?.(run, turn) ?? null
+    if (stop !== null) return stop
+  }
+  return null
 }
 
 /** Inside the run's atomic update: every guard's slice of the run starts over. */

@@ -9,10 +9,8 @@
 import type { Clock } from '../clock.js'
 import { uncertainBlockedResult } from '../model/results.js'
 import type { RunRecord, RunStats } from '../model/run.js'
-import type { AppliedChange, UncertainChange } from '../uncertain/admission.js'
-import { batchChange, blockers, recordChange, weighCalls } from '../uncertain/batch.js'
+import { type AppliedChange, type HeldBack, type UncertainChange, batchChange, blockers, recordChange, weighCalls } from '../uncertain/batch.js'
 import type { UncertainWrites } from '../uncertain/service.js'
-import type { HeldBack } from '../uncertain/types.js'
 import type { AdmissionScope, BatchGuard, ClosingBatch, Guard, GuardedBatch, GuardRuntime, Verdict } from './types.js'
 
 const NAME = 'retry_safety'

@@ -7,8 +7,9 @@
  *
  * | hook | when | where it runs |
  * | --- | --- | --- |
+ * | `Guard.startTurn` | a new batch starts (a turn), before its lease is taken | inside the run's atomic update: a reason ends the run instead |
  * | `screen` | the calls are prepared, before the run is read | pure: `hold` verdicts |
- * | `hold` | a call was screened `hold` | the hold phase: stores the batch, answers the 202's body |
+ * | `hold` | a call was screened `hold` | the hold phase: stores the batch's state with the calls it holds, for the 202 |
  * | `admit`, `count` | admission | inside the run's atomic update (re-run when a store retries it) |
  * | `begin`, `report` | settle: before and as each call is settled or listed to run | in this process |
  * | `beforeEpoch` | execute: before an epoch's first dispatch | in this process |
@@ -27,7 +28,7 @@ import type { PreparationOutcome, PreparedCall, RawCall } from '../model/call.js
 import type { BatchEvent, CallDetails, CallResult, PolicyMessage } from '../model/result.js'
 import type { StopReason } from '../model/results.js'
 import type { RunRecord, RunStats } from '../model/run.js'
-import type { Decision } from '../model/waiting.js'
+import type { Approvals, Decision, StoredState, WaitingBatch } from '../model/waiting.js'
 import type { StopSignal } from '../schedule/types.js'
 import type { ObserverList } from '../telemetry/types.js'
 
@@ -120,8 +121,15 @@ export interface ClosingBatch {
   readonly operations: ReadonlyArray<string | undefined>
 }
 
-/** The 202 a held batch answers: its body, and how many calls wait. */
-export interface Held { body: unknown, held: number }
+/** A batch a guard held: its waiting batch as stored, its run as the update that held it left it (for the 202), and how many calls wait. */
+export interface Held {
+  waiting: WaitingBatch
+  run: Pick<RunRecord, 'state' | 'terminationReason' | 'uncertain'>
+  held: number
+}
+
+/** The batch's state as a store keeps it, with the approvals of the guard that holds it. */
+export type StoreState = (approvals: Approvals) => StoredState
 
 /** A call about to be sent, as `acquire` sees it. */
 export interface Sending {
@@ -167,7 +175,7 @@ export interface SendOutcome {
 /** One rule's part in one batch. Every hook is optional; see the table at the top of this file. */
 export interface BatchGuard {
   screen?: (verdicts: Verdict[]) => void
-  hold?: (rt: GuardRuntime) => Promise<Held | null>
+  hold?: (rt: GuardRuntime, stored: StoreState) => Promise<Held | null>
   admit?: (scope: AdmissionScope) => void
   count?: (scope: AdmissionScope) => void
   begin?: (rt: GuardRuntime, admitted: Admitted) => void
@@ -192,10 +200,23 @@ export interface BatchGuard {
 /** Why the run's streaks start over: a user message (`POST .../messages`), or the run's end. */
 export type ResetCause = 'message' | 'end'
 
+/** What a guard's `startTurn` is told of the batch that starts: the time, and the tokens its request reports. */
+export interface TurnStart {
+  readonly now: number
+  readonly tokens: number
+}
+
 /** A run-level rule, registered once (src/guards/index.ts). */
 export interface Guard {
   readonly name: string
   open: (batch: GuardedBatch) => BatchGuard
+  /**
+   * Inside the atomic update that starts a new batch, before the run counts
+   * its turn: a reason the run is terminated for instead (the batch is then
+   * answered `run_not_active`), or null. Runs before the batch's calls are
+   * prepared, so it reads the run and the request, not the calls.
+   */
+  startTurn?: (run: RunRecord, turn: TurnStart) => StopReason | null
   /** Inside the run's atomic update: the rule's slice of the run starts over. */
   reset?: (run: RunRecord, cause: ResetCause) => void
   /** What a call not run reads, by each reason this rule may terminate the run for (`terminate`, `afterEpoch`). */

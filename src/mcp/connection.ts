@@ -15,6 +15,7 @@ import { type BoundedCall, MAX_OTHER_RESPONSE_BYTES, ResponseTooLargeError, boun
 import { classifyCallError, describeFailure } from './classify.js'
 import type { OAuthTokens } from './oauth.js'
 import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, boundedProblems } from './import.js'
+import { ownSignals } from './request-signals.js'
 import { SlicedStdioClientTransport } from './sliced-stdio.js'
 
 /** A server's state as the admin API shows it. */
@@ -440,7 +441,8 @@ export class McpConnection {
     }
     return new StreamableHTTPClientTransport(new URL(def.url), {
       // The bearer token goes under the bound: a 401 answered and retried with a new token is not read.
-      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight, this.#oauth?.wrap(fetch)),
+      // Each request gets a signal of its own (request-signals.ts): the session's would gather a listener per request.
+      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight, ownSignals(this.#oauth?.wrap(fetch) ?? fetch)),
       ...(def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
     })
   }

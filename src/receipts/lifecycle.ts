@@ -7,7 +7,7 @@
  * uncertain receipt is settled later by an idempotent retry's answer, by its
  * status URL or by hand, and a settled receipt is never rewritten. Storing
  * them is the callers' part (src/batch/dispatch-action.ts,
- * src/batch/retry-action.ts and src/uncertain/resolver.ts).
+ * src/batch/retry-action.ts and src/uncertain/service.ts).
  */
 import type { Receipt, ReceiptStatus } from '../model/receipt.js'
 

@@ -1,11 +1,14 @@
 import type { CreateRunInput } from '../../schemas/run.js'
-import { DEFAULT_LOOP_LIMITS } from '../repeat/loops.js'
+import { LOOP_KIND_LIST } from '../repeat/kinds/index.js'
+import { defaultLoopLimits } from '../repeat/loops.js'
 import type { LoopLimits } from '../model/loops.js'
 import type { RunLimits, RunOptions } from '../model/run.js'
 
 const DEFAULT_ADVISORY_THRESHOLD = 3
 const DEFAULT_TERMINATION_THRESHOLD = 8
 
+/** The registered kinds' default limits. */
+const DEFAULT_LOOP_LIMITS: LoopLimits = defaultLoopLimits(LOOP_KIND_LIST)
 const DEFAULT_LIMITS: RunLimits = limitsWith(DEFAULT_LOOP_LIMITS)
 /** The default limits for each set of server loop defaults (one per process in practice). */
 const defaultsByLoopLimits = new WeakMap<LoopLimits, RunLimits>([[DEFAULT_LOOP_LIMITS, DEFAULT_LIMITS]])

@@ -1,5 +1,6 @@
+import { resetRepeats } from '../repeat/exact.js'
+import { LOOP_KIND_LIST } from '../repeat/kinds/index.js'
 import { initialLoopState } from '../repeat/loops.js'
-import { resetRepeats } from '../repeat/tracker.js'
 import type { RunOptions, RunRecord } from '../model/run.js'
 
 /** A new, active run record with nothing counted yet: what POST /v1/runs stores. */
@@ -12,7 +13,7 @@ export function newRunRecord (runId: string, tenant: string, options: RunOptions
     options,
     counters: { turns: 0, toolCalls: 0, totalTokens: 0 },
     repeat: resetRepeats(),
-    loops: initialLoopState(),
+    loops: initialLoopState(LOOP_KIND_LIST),
     admitted: null,
     inFlight: null,
     stats: null,

@@ -1,6 +1,6 @@
-import type { LoopCounts, RunStats } from '../model/run.js'
+import type { RunStats } from '../model/run.js'
 import { LOOP_KIND_LIST } from '../repeat/kinds/index.js'
-import type { LoopKinds } from '../repeat/loops.js'
+import { emptyLoopCounts } from '../repeat/loops.js'
 
 export function emptyStats (): RunStats {
   return {
@@ -15,13 +15,6 @@ export function emptyStats (): RunStats {
     uncertainWrites: 0,
     blockedCalls: 0
   }
-}
-
-/** Every loop kind's counts at zero (made with a batch's or run's first detection). */
-export function emptyLoopCounts (kinds: LoopKinds = LOOP_KIND_LIST): LoopCounts {
-  const counts: LoopCounts = {}
-  for (const kind of kinds) counts[kind.name] = { advisories: 0, terminations: 0 }
-  return counts
 }
 
 /** Adds one batch's figures to a running total (a run's, or the process's), in place; answers the total. */
@@ -45,7 +38,7 @@ export function addStats (total: RunStats, b: RunStats): RunStats {
   }
   if (b.loops !== undefined) {
     // Made with the first detection: most batches and runs have none.
-    const loops = (total.loops ??= emptyLoopCounts())
+    const loops = (total.loops ??= emptyLoopCounts(LOOP_KIND_LIST))
     for (const kind in b.loops) {
       const add = b.loops[kind]!
       const to = (loops[kind] ??= { advisories: 0, terminations: 0 })

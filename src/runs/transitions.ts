@@ -48,9 +48,9 @@ export function cancel (run: RunRecord): void {
  * whether it held it.
  */
 export function hold (run: RunRecord, waiting: WaitingBatch, replicaId: string, graceMs: number): boolean {
-  if (run.state !== 'active' || !holdsLease(run, replicaId, waiting.batchId)) return false
+  if (run.state !== 'active' || !holdsLease(run, replicaId, waiting.state.batchId)) return false
   run.waiting = waiting
-  run.inFlight = { batchId: waiting.batchId, owner: WAITING_OWNER, leaseExpiresAt: waiting.expiresAt + graceMs }
+  run.inFlight = { batchId: waiting.state.batchId, owner: WAITING_OWNER, leaseExpiresAt: waiting.expiresAt + graceMs }
   return true
 }
 
@@ -62,7 +62,7 @@ export function hold (run: RunRecord, waiting: WaitingBatch, replicaId: string, 
 export function resume (run: RunRecord, w: WaitingBatch, terms: LeaseTerms, now: number): boolean {
   if (w.phase !== 'awaiting' || (hasPending(w) && run.state === 'active')) return false
   w.phase = 'running'
-  takeLease(run, w.batchId, terms, now)
+  takeLease(run, w.state.batchId, terms, now)
   return true
 }
 
@@ -75,6 +75,6 @@ export function resume (run: RunRecord, w: WaitingBatch, terms: LeaseTerms, now:
  * then moves a smaller record (on Redis, each is written whole).
  */
 export function settleAnswered (run: RunRecord, batchId: string, owner: string): void {
-  if (run.waiting?.batchId === batchId) run.waiting = null
+  if (run.waiting?.state.batchId === batchId) run.waiting = null
   if (run.admitted?.batchId === batchId && holdsLease(run, owner, batchId)) run.admitted = null
 }

@@ -1,7 +1,7 @@
 import { type Incarnation, isIncarnation } from '../model/incarnation.js'
 import type { RunRecord } from '../model/run.js'
 import { MemoryBatchAnswers } from './memory-batches.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded, readWaiting } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the memory run state. */
@@ -84,8 +84,7 @@ export class MemoryRunState implements RunStateStore {
   }
 
   async getRun (runId: string): Promise<RunRecord | undefined> {
-    this.expire(runId)
-    return this.#runs.get(runId)
+    return this.peek(runId)
   }
 
   async updateRun<T> (runId: string, fn: (run: RunRecord) => T): Promise<UpdateResult<T>> {
@@ -123,8 +122,7 @@ export class MemoryRunState implements RunStateStore {
 
   /** updateRun's work, synchronous, so completeBatch can add to it in the same step. */
   #update<T> (runId: string, fn: (run: RunRecord) => T): UpdateResult<T> {
-    this.expire(runId)
-    const run = this.#runs.get(runId)
+    const run = this.peek(runId)
     if (run === undefined) return { found: false }
     const wasWaiting = this.#waiting.has(runId)
     const quota = this.#opts.maxWaitingPerTenant
@@ -174,7 +172,7 @@ export class MemoryRunState implements RunStateStore {
     const out: RunRecord[] = []
     for (const runId of this.#waiting) {
       const run = this.#runs.get(runId)
-      if (run?.waiting != null) out.push(run)
+      if (run?.waiting != null) out.push(readWaiting(run))
     }
     return out
   }
@@ -192,7 +190,8 @@ export class MemoryRunState implements RunStateStore {
   /** The run as held now, read synchronously (expired first): for parts whose step must not yield. */
   peek (runId: string): RunRecord | undefined {
     this.expire(runId)
-    return this.#runs.get(runId)
+    const run = this.#runs.get(runId)
+    return run === undefined ? undefined : readWaiting(run)
   }
 
   /** Whether the run is held, expired or not (the journal and the uncertain index ask without expiring it). */

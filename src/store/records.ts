@@ -5,7 +5,7 @@
  */
 import type { Receipt } from '../model/receipt.js'
 import type { RunRecord } from '../model/run.js'
-import { WAITING_OWNER } from '../model/waiting.js'
+import { type EarlierWaitingBatch, WAITING_OWNER, type WaitingBatch, currentWaiting } from '../model/waiting.js'
 
 /** The stored answer of a finished batch, replayed on resubmission. */
 export interface BatchRecord {
@@ -154,5 +154,15 @@ export function markEnded (run: RunRecord, at: number, end?: (run: RunRecord) =>
   if (run.inFlight?.owner === WAITING_OWNER) run.inFlight = null
   run.lastActiveAt = at
   end?.(run)
+  return run
+}
+
+/**
+ * A run as every store reads it: a batch held by an earlier version of
+ * toolgate, before an upgrade, is read in this version's form (and written
+ * in it by the run's next update).
+ */
+export function readWaiting (run: RunRecord): RunRecord {
+  if (run.waiting != null) run.waiting = currentWaiting(run.waiting as WaitingBatch | EarlierWaitingBatch)
   return run
 }

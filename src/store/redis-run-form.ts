@@ -19,6 +19,7 @@
  * newest form of the record).
  */
 import type { RunRecord } from '../model/run.js'
+import { readWaiting } from './records.js'
 
 /** The part of a run record written at creation only. */
 export interface ColdPart {
@@ -45,7 +46,7 @@ export function joinRun (stored: StoredRun): RunRecord {
   run.tenant = cold.tenant
   run.options = cold.options
   run.createdAt = cold.createdAt
-  return run
+  return readWaiting(run)
 }
 
 /** Whether `run` still carries the cold part it was joined with (it is frozen, so only a new value can change it). */

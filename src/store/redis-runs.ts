@@ -4,7 +4,7 @@ import type { RunRecord } from '../model/run.js'
 import { LIST_CHUNK, type RedisConnection } from './redis-connection.js'
 import { type StoredRun, coldJsonOf, decodeCold, decodeStored, hotJsonOf, joinRun, leaseFields, sameCold } from './redis-run-form.js'
 import { COUNT_RUNS, CREATE_RUN, LIST_RUNS, UPDATE_RUN } from './redis-scripts.js'
-import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded } from './records.js'
+import { type BatchIdEntry, type BatchRecord, type RunCursor, type RunPage, type SharedCompletion, StoreFullError, StoreUnavailableError, TenantRunsQuotaError, TenantWaitingQuotaError, type UpdateResult, holds, markEnded, readWaiting } from './records.js'
 import type { RunStateStore } from './run-state.js'
 
 /** Bounds and clock of the Redis run state. */
@@ -295,17 +295,22 @@ export class RedisRunState implements RunStateStore {
     const coldJson = coldChanged ? coldJsonOf(run) : from.coldJson
     const [exp, owner, batchId] = leaseFields(run)
     const conn = this.#conn
+    const recordJson = record === undefined ? '' : JSON.stringify(record)
+    const newCold = coldChanged || !from.coldStored ? coldJson : ''
+    // The short arguments as one JSON array of strings (UPDATE_RUN's fourth argument; the three texts go apart,
+    // '' in their places): each argument of a command costs the client a few strings to encode.
+    const short = JSON.stringify([version, '', String(now), String(this.#ttl(run, now)), run.runId, run.state, exp,
+      String(this.#opts.receiptRetentionMs), String(this.#opts.runTtlMs), extras.dropBatches === true ? '1' : '0', conn.key('op', ''),
+      record === undefined ? '' : record.batchId, '',
+      recorded?.batchId ?? '', recorded?.requestHash ?? '',
+      run.waiting != null ? String(run.waiting.expiresAt) : wasWaiting ? '-' : '',
+      next, extras.entry?.batchId ?? '', hash ?? '', String(this.#opts.maxWaitingPerTenant), conn.key('run', ''),
+      extras.answeredWrites == null ? '' : extras.answeredWrites.length === 0 ? '-' : extras.answeredWrites.join(','),
+      '', owner, batchId])
     const answer = await conn.eval(UPDATE_RUN,
       [conn.key('run', run.runId), conn.key('batches', run.runId), conn.key('batchids', run.runId), conn.key('journal', run.runId), ...conn.indexKeys(run.tenant), conn.key('idx', 'waiting'),
         conn.writeAheadKey(run), conn.key('waiting', run.tenant)],
-      [version, hotJson, now, this.#ttl(run, now), run.runId, run.state, exp,
-        this.#opts.receiptRetentionMs, this.#opts.runTtlMs, extras.dropBatches === true ? '1' : '0', conn.key('op', ''),
-        record === undefined ? '' : record.batchId, record === undefined ? '' : JSON.stringify(record),
-        recorded?.batchId ?? '', recorded?.requestHash ?? '',
-        run.waiting != null ? String(run.waiting.expiresAt) : wasWaiting ? '-' : '',
-        next, extras.entry?.batchId ?? '', hash ?? '', this.#opts.maxWaitingPerTenant, conn.key('run', ''),
-        extras.answeredWrites == null ? '' : extras.answeredWrites.length === 0 ? '-' : extras.answeredWrites.join(','),
-        coldChanged || !from.coldStored ? coldJson : '', owner, batchId])
+      [hotJson, recordJson, newCold, short])
     if (answer === 1) {
       const cold = coldChanged ? decodeCold(coldJson) : from.cold
       return { kind: 'ok', stored: { cold, coldJson, hotJson, coldStored: true } }
@@ -339,11 +344,11 @@ export class RedisRunState implements RunStateStore {
 
 /** A run as read from its hash's fields (`h`, `c`, `r`), decoded afresh: undefined when it is gone. */
 function readRun (hot: unknown, cold: unknown, whole: unknown): RunRecord | undefined {
-  if (typeof whole === 'string' && whole !== '') return JSON.parse(whole) as RunRecord
+  if (typeof whole === 'string' && whole !== '') return readWaiting(JSON.parse(whole) as RunRecord)
   if (typeof hot !== 'string' || typeof cold !== 'string') return undefined
   const run = JSON.parse(hot) as RunRecord
   Object.assign(run, JSON.parse(cold))
-  return run
+  return readWaiting(run)
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

@@ -109,7 +109,10 @@ return 1
  * KEYS: run, batches, batchids, journal, idx:runs, idx:active, idx:ended, idx:leased, tenant, idx:waiting,
  * wal (the run's write-ahead records: answered, so deleted, with a stored batch record),
  * waiting:<tenant> (the tenant's runs with a waiting batch).
- * ARGV: version read, hot part JSON, now, ttl, runId, state, lease expiry or '',
+ * ARGV: the hot part JSON, a batch record's JSON ('' for none), the cold part
+ * JSON ('' when unchanged), and the rest as one JSON array of strings (below
+ * by its 1-based place; places 2, 13 and 23 are those three texts, sent as
+ * '' in the array): version read, hot part JSON, now, ttl, runId, state, lease expiry or '',
  * receipt retention, receipt slack, '1' to drop the batch ids and records,
  * op key prefix, a batch record to store (its batchId and JSON; '' for none),
  * a batch id to record (its batchId and hash; '' for none), and the run's
@@ -137,67 +140,69 @@ return 1
  * slack too, so this loop runs about once per slack, not once per update.
  */
 export const UPDATE_RUN = script('update-run', INDEX + LEASE + `
+-- The short arguments come as one JSON array (one argument rather than twenty-two: each argument costs the client a few strings to encode), the texts apart.
+local A = cjson.decode(ARGV[4])
 local version = redis.call('HGET', KEYS[1], 'v')
 if not version then return 0 end
 local entry = ''
-if ARGV[18] ~= '' then entry = redis.call('HGET', KEYS[3], ARGV[18]) or '' end
-if version ~= ARGV[1] or entry ~= ARGV[19] then
+if A[18] ~= '' then entry = redis.call('HGET', KEYS[3], A[18]) or '' end
+if version ~= A[1] or entry ~= A[19] then
   local found = redis.call('HMGET', KEYS[1], 'h', 'c', 'r')
   return { version, found[1], entry, found[2], found[3] }
 end
-local waits = ARGV[16] ~= '' and ARGV[16] ~= '-'
-local quota = tonumber(ARGV[20] or '0')
+local waits = A[16] ~= '' and A[16] ~= '-'
+local quota = tonumber(A[20] or '0')
 if waits and quota > 0 and redis.call('HGET', KEYS[1], 'w') ~= '1' and redis.call('ZCARD', KEYS[12]) >= quota then
   -- Entries of runs that stopped waiting without this script (expired, evicted, created again) do not count.
   for _, id in ipairs(redis.call('ZRANGE', KEYS[12], 0, -1)) do
-    if redis.call('HGET', ARGV[21] .. id, 'w') ~= '1' then redis.call('ZREM', KEYS[12], id) end
+    if redis.call('HGET', A[21] .. id, 'w') ~= '1' then redis.call('ZREM', KEYS[12], id) end
   end
   if redis.call('ZCARD', KEYS[12]) >= quota then return -3 end
 end
-local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, ttl = tonumber(A[3]), tonumber(A[4])
 local exp = now + ttl
-redis.call('HSET', KEYS[1], 'v', ARGV[17], 'h', ARGV[2])
-if ARGV[23] ~= '' then
-  redis.call('HSET', KEYS[1], 'c', ARGV[23])
+redis.call('HSET', KEYS[1], 'v', A[17], 'h', ARGV[1])
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'c', ARGV[3])
   redis.call('HDEL', KEYS[1], 'r')
 end
-setLease(KEYS[1], ARGV[7], ARGV[24], ARGV[25])
+setLease(KEYS[1], A[7], A[24], A[25])
 redis.call('PEXPIRE', KEYS[1], ttl)
-if ARGV[12] ~= '' then
-  redis.call('HSET', KEYS[2], ARGV[12], ARGV[13])
-  local answered = ARGV[22] or ''
+if A[12] ~= '' then
+  redis.call('HSET', KEYS[2], A[12], ARGV[2])
+  local answered = A[22] or ''
   if answered == '' then
     redis.call('DEL', KEYS[11])
   elseif answered ~= '-' then
     for op in string.gmatch(answered, '[^,]+') do redis.call('HDEL', KEYS[11], op) end
   end
 end
-if ARGV[14] ~= '' then redis.call('HSET', KEYS[3], ARGV[14], ARGV[15]) end
-if ARGV[10] == '1' then
+if A[14] ~= '' then redis.call('HSET', KEYS[3], A[14], A[15]) end
+if A[10] == '1' then
   redis.call('DEL', KEYS[2], KEYS[3])
 else
   redis.call('PEXPIRE', KEYS[2], ttl)
   redis.call('PEXPIRE', KEYS[3], ttl)
 end
-index(5, ARGV[5], exp, ARGV[6], ARGV[7])
-if ARGV[16] == '-' then
-  redis.call('ZREM', KEYS[10], ARGV[5])
-  if KEYS[12] then redis.call('ZREM', KEYS[12], ARGV[5]) end
+index(5, A[5], exp, A[6], A[7])
+if A[16] == '-' then
+  redis.call('ZREM', KEYS[10], A[5])
+  if KEYS[12] then redis.call('ZREM', KEYS[12], A[5]) end
   redis.call('HDEL', KEYS[1], 'w')
 elseif waits then
-  redis.call('ZADD', KEYS[10], ARGV[16], ARGV[5])
+  redis.call('ZADD', KEYS[10], A[16], A[5])
   if KEYS[12] then
-    redis.call('ZADD', KEYS[12], ARGV[16], ARGV[5])
+    redis.call('ZADD', KEYS[12], A[16], A[5])
     if redis.call('PTTL', KEYS[12]) < ttl then redis.call('PEXPIRE', KEYS[12], ttl) end
   end
   redis.call('HSET', KEYS[1], 'w', '1')
 end
-local retention = tonumber(ARGV[8])
+local retention = tonumber(A[8])
 local rx = tonumber(redis.call('HGET', KEYS[1], 'rx') or '0')
 if rx < exp + retention then
-  rx = exp + retention + tonumber(ARGV[9])
+  rx = exp + retention + tonumber(A[9])
   local keep = rx - now
-  for _, op in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do redis.call('PEXPIRE', ARGV[11] .. op, keep) end
+  for _, op in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do redis.call('PEXPIRE', A[11] .. op, keep) end
   redis.call('PEXPIRE', KEYS[4], keep)
   redis.call('HSET', KEYS[1], 'rx', string.format('%d', rx))
 end

@@ -1,4 +1,6 @@
-import { addStats, emptyLoopCounts, emptyStats } from '../runs/stats.js'
+import { LOOP_KIND_LIST } from '../repeat/kinds/index.js'
+import { emptyLoopCounts } from '../repeat/loops.js'
+import { addStats, emptyStats } from '../runs/stats.js'
 import type { RunStats } from '../model/run.js'
 import type { LoopKind } from '../model/loops.js'
 
@@ -39,7 +41,7 @@ export function summarize (stats: RunStats | null, turns: number): Summary {
     timeSavedMs: ms(Math.max(0, s.toolTimeMs - s.wallTimeMs)),
     repeatAdvisories: s.repeatAdvisories,
     repeatTerminations: s.repeatTerminations,
-    loopDetections: { exact: { advisories: s.repeatAdvisories, terminations: s.repeatTerminations }, ...emptyLoopCounts(), ...structuredClone(s.loops ?? {}) },
+    loopDetections: { exact: { advisories: s.repeatAdvisories, terminations: s.repeatTerminations }, ...emptyLoopCounts(LOOP_KIND_LIST), ...structuredClone(s.loops ?? {}) },
     projectionFailures: s.projectionFailures,
     uncertainWrites: s.uncertainWrites,
     blockedCalls: s.blockedCalls,

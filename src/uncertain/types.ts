@@ -1,5 +1,5 @@
+import type { Receipt } from '../model/receipt.js'
 import type { Uncertainty } from '../model/uncertainty.js'
-
 
 /** The definitive outcome that resolves an uncertainty. */
 export type ResolvedStatus = 'committed' | 'rejected' | 'failed'
@@ -16,9 +16,9 @@ export interface Outcome {
   stateRevision?: string | number
 }
 
-/** How a write of a batch stands against the run's unresolved uncertainties, decided at admission. */
-export type HeldBack =
-  /** Not dispatched: the same write's outcome is unknown. */
-  | { kind: 'blocked', by: Uncertainty }
-  /** An idempotent tool's retry: dispatched under the original operation id, its answer resolves `of`. */
-  | { kind: 'retry', of: Uncertainty }
+/** An uncertainty as a resolution took it off its run. */
+export interface Resolved {
+  uncertainty: Uncertainty
+  /** An action's receipt as settled (or as another resolution left it). */
+  receipt?: Receipt
+}

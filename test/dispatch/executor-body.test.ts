@@ -4,7 +4,7 @@ import { executorBody, executorBodyPrefix } from '../../src/dispatch/executor-bo
 import { IsoTime } from '../../src/iso-time.js'
 import type { PreparedCall } from '../../src/model/call.js'
 import { operationId } from '../../src/receipts/operation-id.js'
-import { fingerprint } from '../../src/repeat/fingerprint.js'
+import { fingerprint } from '../../src/repeat/exact.js'
 import { runs, seeded } from '../seed.js'
 
 t.test('writes exactly what JSON.stringify writes for the body object, whatever the ids, names and arguments', async (t) => {

@@ -6,8 +6,9 @@
  * run and every later call, and its slice of the run is written in the
  * batch's final update; before a call is sent, a guard's `acquire` lets it
  * go with dispatch options (the executor sees them) or answers it instead,
- * and `release` hears how it came out. No rule is named by the phases: this one is not
- * known to them at all.
+ * and `release` hears how it came out; as a new batch starts, a guard's
+ * `startTurn` may end the run instead. No rule is named by the phases: this
+ * one is not known to them at all.
  */
 import t from 'tap'
 import type { BatchGuard, Guard, SendOutcome } from '../../src/guards/types.js'
@@ -156,4 +157,31 @@ t.test('call guards are asked in registration order, whether they answer at once
     'slow acquire 0', 'quick acquire 0', 'slow release 0 sent=true', 'quick release 0 sent=true',
     'slow acquire 1', 'quick acquire 1', 'slow release 1 sent=false'
   ])
+})
+
+t.test("a guard's startTurn ends the run before a new batch starts: the batch is answered run_not_active with its reason, and nothing is sent", async (t) => {
+  const ex = await startExecutor(t)
+  const told: Array<{ turns: number, tokens: number }> = []
+  const turnsOut: Guard = {
+    name: 'turns_out',
+    open: () => ({}),
+    // Lets the first batch start and ends the run at the second.
+    startTurn: (run, turn) => {
+      told.push({ turns: run.counters.turns, tokens: turn.tokens })
+      return run.counters.turns >= 1 ? 'max_turns' : null
+    }
+  }
+  const { app } = await buildTestApp(t, { tools: [tool('poke', ex.url)], moreGuards: [turnsOut] })
+  await post(app, '/v1/runs', { runId: 'turns' })
+  const first = await post(app, '/v1/runs/turns/batches', { calls: [{ id: 'a', name: 'poke', arguments: { n: 1 } }], usage: { inputTokens: 5, outputTokens: 2 } })
+  t.equal(first.status, 200)
+  const second = await post(app, '/v1/runs/turns/batches', { calls: [{ id: 'b', name: 'poke', arguments: { n: 2 } }] })
+  t.equal(second.status, 409)
+  t.equal(second.body.code, 'run_not_active')
+  t.equal(second.body.terminationReason, 'max_turns')
+  t.equal(ex.calls.length, 1, 'the second batch sent nothing')
+  t.same(told, [{ turns: 0, tokens: 7 }, { turns: 1, tokens: 0 }], 'told the run before it counts the turn, and the request\'s tokens')
+  const run = await get(app, '/v1/runs/turns')
+  t.equal(run.body.state, 'terminated')
+  t.equal(run.body.terminationReason, 'max_turns')
 })

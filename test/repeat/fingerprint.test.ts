@@ -3,7 +3,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import canonicalizeModule from 'canonicalize'
 import { canonicalJson, canonicalText } from '../../src/model/json.js'
-import { fingerprint, fingerprintOfText, fingerprintPrefix } from '../../src/repeat/fingerprint.js'
+import { fingerprint, fingerprintOfText, fingerprintPrefix } from '../../src/repeat/exact.js'
 import { runs, seeded } from '../seed.js'
 
 // The canonicalize package (RFC 8785), as the oracle. It is CommonJS typed as `export default`: accept either shape.

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { fingerprint } from '../../src/repeat/fingerprint.js'
-import { callFingerprint, compileIgnoredArguments, withoutIgnored } from '../../src/repeat/ignore.js'
+import { fingerprint } from '../../src/repeat/exact.js'
+import { callFingerprint, compileIgnoredArguments, withoutIgnored } from '../../src/repeat/loops.js'
 import { cycleMessage } from '../../src/repeat/kinds/cycle.js'
 import { errorsMessage } from '../../src/repeat/kinds/errors.js'
 import { noProgressMessage } from '../../src/repeat/kinds/no-progress.js'

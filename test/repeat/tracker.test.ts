@@ -1,5 +1,5 @@
 import t from 'tap'
-import { initialRepeatState, MAX_POLICY_MESSAGE_CHARS, policyMessage, resetRepeats, trackRepeats, type RepeatDecision, type RepeatThresholds, type TrackedCall } from '../../src/repeat/tracker.js'
+import { initialRepeatState, MAX_POLICY_MESSAGE_CHARS, policyMessage, resetRepeats, trackRepeats, type RepeatDecision, type RepeatThresholds, type TrackedCall } from '../../src/repeat/exact.js'
 import { type RepeatState } from '../../src/model/run.js'
 
 const DEFAULTS: RepeatThresholds = { advisory: 3, termination: 8 }

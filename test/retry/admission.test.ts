@@ -3,7 +3,7 @@
  * finished batch adds to and takes off a run's unresolved uncertainties.
  */
 import t from 'tap'
-import { type SettledWrite, applyChange, changeOf, holdBack } from '../../src/uncertain/admission.js'
+import { type SettledWrite, applyChange, changeOf, holdBack } from '../../src/uncertain/batch.js'
 import type { Uncertainty } from '../../src/model/uncertainty.js'
 
 const u = (operationId: string, fingerprint: string, over: Partial<Uncertainty> = {}): Uncertainty =>

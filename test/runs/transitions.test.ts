@@ -38,11 +38,11 @@ t.test("another batch's admission start is not this batch's to drop", async (t) 
 
 t.test('a batch that waited for approvals leaves the record when answered', async (t) => {
   const run = leased('replica-a', 'b1')
-  run.waiting = { batchId: 'b1' } as RunRecord['waiting']
+  run.waiting = { state: { batchId: 'b1' } } as RunRecord['waiting']
   settleAnswered(run, 'b1', 'replica-a')
   t.equal(run.waiting, null)
   const other = leased('replica-a', 'b1')
-  other.waiting = { batchId: 'b9' } as RunRecord['waiting']
+  other.waiting = { state: { batchId: 'b9' } } as RunRecord['waiting']
   settleAnswered(other, 'b1', 'replica-a')
-  t.equal(other.waiting?.batchId, 'b9', "another batch's wait stays")
+  t.equal(other.waiting?.state.batchId, 'b9', "another batch's wait stays")
 })

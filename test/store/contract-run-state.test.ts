@@ -232,13 +232,16 @@ async function contract (t: Test, h: Harness): Promise<void> {
     for (const id of ['r1', 'r2', 'r3']) await store.createRun(makeRun(id, at))
     t.same(await peer.waitingRuns(), [])
     const waiting = (batchId: string): WaitingBatch => ({
-      batchId, requestHash: 'h', turn: 1, phase: 'awaiting', scopes: [], requestedAt: at, expiresAt: at + 60_000,
-      calls: [{ id: 'c1', name: 'mail' }], outcomes: [{ ok: true, tool: 'mail', arguments: { to: 'ü' }, held: true, conflictKey: null }], events: []
+      phase: 'awaiting', requestHash: 'h', requestedAt: at, expiresAt: at + 60_000,
+      state: {
+        batchId, turn: 1, scopes: [], calls: [{ id: 'c1', name: 'mail' }],
+        outcomes: [{ ok: true, tool: 'mail', arguments: { to: 'ü' }, conflictKey: null }], approvals: { held: [{}], events: [] }
+      }
     })
     await store.updateRun('r1', (run) => { run.waiting = waiting('b1'); run.inFlight = { batchId: 'b1', owner: 'approval', leaseExpiresAt: at + 120_000 } })
     await peer.updateRun('r2', (run) => { run.waiting = waiting('b2') })
     const listed = await store.waitingRuns()
-    t.same(listed.map((r) => [r.runId, r.waiting?.batchId]).sort(), [['r1', 'b1'], ['r2', 'b2']])
+    t.same(listed.map((r) => [r.runId, r.waiting?.state.batchId]).sort(), [['r1', 'b1'], ['r2', 'b2']])
     t.same(listed.find((r) => r.runId === 'r1')?.waiting, waiting('b1'), 'the waiting batch reads back whole')
     await peer.updateRun('r2', (run) => { run.counters.turns++ })
     t.equal((await store.waitingRuns()).length, 2, 'an update that keeps it keeps the run listed')
@@ -250,5 +253,47 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal(ended?.waiting ?? null, null)
     t.equal(ended?.inFlight, null, 'no replica held the lease of the waiting batch')
     t.same(await peer.waitingRuns(), [])
+  })
+
+  t.test('a waiting batch an earlier version stored, its fields beside waiting\'s own, is read in the current form by every read', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    const at = now()
+    await store.createRun(makeRun('r1', at))
+    const event = { seq: 1, at: new Date(at).toISOString(), type: 'call.awaiting_approval', callId: 'c1', tool: 'mail' }
+    const decision = { approve: true, by: { tenant: 'acme' }, at }
+    // Literally as an earlier version wrote it: approvals on each outcome.
+    const earlier = {
+      batchId: 'b1', requestHash: 'h', turn: 3, phase: 'awaiting', scopes: ['tools:mail'], format: 'openai-chat', requestedAt: at, expiresAt: at + 60_000,
+      calls: [{ id: 'c1', name: 'mail' }, { id: 'c2', name: 'look', generatedId: true as const }, { id: 'c3', name: 'nope' }, { id: 'c4', name: 'pay' }],
+      outcomes: [
+        { ok: true, tool: 'mail', arguments: { to: 'ü' }, held: true, conflictKey: 'to:ü', retryOf: 'op-1' },
+        { ok: true, tool: 'look', arguments: {}, held: false, conflictKey: null },
+        { ok: false, tool: null, reason: 'unknown_tool', message: 'no tool nope', arguments: { x: 1 } },
+        { ok: true, tool: 'pay', arguments: { n: 2 }, held: true, conflictKey: null, decision }
+      ],
+      events: [event]
+    }
+    await store.updateRun('r1', (run) => {
+      (run as { waiting: unknown }).waiting = earlier
+      run.inFlight = { batchId: 'b1', owner: 'approval', leaseExpiresAt: at + 120_000 }
+    })
+    const current: WaitingBatch = {
+      phase: 'awaiting', requestHash: 'h', requestedAt: at, expiresAt: at + 60_000,
+      state: {
+        batchId: 'b1', turn: 3, scopes: ['tools:mail'], format: 'openai-chat', calls: earlier.calls,
+        outcomes: [
+          { ok: true, tool: 'mail', arguments: { to: 'ü' }, conflictKey: 'to:ü' },
+          { ok: true, tool: 'look', arguments: {}, conflictKey: null },
+          { ok: false, tool: null, reason: 'unknown_tool', message: 'no tool nope', arguments: { x: 1 } },
+          { ok: true, tool: 'pay', arguments: { n: 2 }, conflictKey: null }
+        ],
+        approvals: { held: [{ retryOf: 'op-1' }, null, null, { decision }], events: [event as WaitingBatch['state']['approvals']['events'][number]] }
+      }
+    }
+    t.strictSame((await peer.getRun('r1'))?.waiting, current, 'getRun reads it in the current form')
+    t.strictSame((await store.waitingRuns()).map((r) => r.waiting), [current], 'and so does waitingRuns')
+    const seen = await peer.updateRun('r1', (run) => structuredClone(run.waiting))
+    t.strictSame(seen.found && seen.value, current, 'and so does an update')
+    t.strictSame((await store.getRun('r1'))?.waiting, current, 'which leaves it in that form')
   })
 }

@@ -14,7 +14,7 @@ await againstEveryStore('waiting-batch quota', contract)
 
 /** Inside an update: the run holds a waiting batch, as the hold phase leaves it. */
 function hold (run: RunRecord, now: number): void {
-  run.waiting = { batchId: 'b1', expiresAt: now + 60_000 } as unknown as WaitingBatch
+  run.waiting = { phase: 'awaiting', expiresAt: now + 60_000, state: { batchId: 'b1' } } as unknown as WaitingBatch
   run.inFlight = { batchId: 'b1', owner: 'waiting', leaseExpiresAt: now + 60_000 }
 }
 
@@ -37,7 +37,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal((await store.waitingRuns()).length, 3)
 
     await store.updateRun('other', (run) => hold(run, now()))
-    t.equal((await peer.getRun('other'))?.waiting?.batchId, 'b1', "another tenant's run waits as before")
+    t.equal((await peer.getRun('other'))?.waiting?.state.batchId, 'b1', "another tenant's run waits as before")
     const waiting = runs.find((r) => r?.waiting != null)!
     await peer.updateRun(waiting.runId, (run) => hold(run, now()))
     t.pass('a run that waits already is updated as before')
@@ -57,6 +57,6 @@ async function contract (t: Test, h: Harness): Promise<void> {
     await t.rejects(peer.updateRun('b', (run) => hold(run, now())), TenantWaitingQuotaError)
     await store.endRun('a', now())
     await peer.updateRun('b', (run) => hold(run, now()))
-    t.equal((await store.getRun('b'))?.waiting?.batchId, 'b1', 'an ended run frees its place')
+    t.equal((await store.getRun('b'))?.waiting?.state.batchId, 'b1', 'an ended run frees its place')
   })
 }

@@ -122,7 +122,7 @@ class Execution implements RunnerHooks {
     const guards = this.#epochGuards
     try {
       for (let i = 0; i < guards.length; i++) {
-        const pending = guards[i]!.beforeEpoch?.(epoch, indexes)
+        const pending = guards[i]?.beforeEpoch?.(epoch, indexes)
         if (pending instanceof Promise) return this.#beforeEpochFrom(pending, i + 1, epoch, indexes)
       }
     } catch (err) {
@@ -135,7 +135,7 @@ class Execution implements RunnerHooks {
   async #beforeEpochFrom (pending: Promise<void>, from: number, epoch: number, indexes: readonly number[]): Promise<void> {
     await pending
     const guards = this.#epochGuards
-    for (let i = from; i < guards.length; i++) await guards[i]!.beforeEpoch?.(epoch, indexes)
+    for (let i = from; i < guards.length; i++) await guards[i]?.beforeEpoch?.(epoch, indexes)
   }
 
   /** After its epoch's step: the call through the call guards, then sent. */
@@ -149,7 +149,7 @@ class Execution implements RunnerHooks {
   #pass (p: Passing, from: number): Promise<DispatchOutcome<ActionOutcome>> {
     const guards = this.#callGuards
     for (let i = from; i < guards.length; i++) {
-      const pending = guards[i]!.acquire?.(p)
+      const pending = guards[i]?.acquire?.(p)
       if (pending instanceof Promise) return pending.then((passage) => this.#passed(p, passage) ?? this.#pass(p, i + 1))
       const refused = this.#passed(p, pending)
       if (refused !== undefined) return refused
@@ -201,7 +201,7 @@ class Execution implements RunnerHooks {
   /** Whether any of the first `passed` call guards is told of the call's outcome. */
   #releases (passed: number): boolean {
     const guards = this.#callGuards
-    for (let i = 0; i < passed; i++) if (guards[i]!.release !== undefined) return true
+    for (let i = 0; i < passed; i++) if (guards[i]?.release !== undefined) return true
     return false
   }
 
@@ -209,7 +209,7 @@ class Execution implements RunnerHooks {
   #release (index: number, passed: number, outcome: SendOutcome): Promise<void> | undefined {
     const guards = this.#callGuards
     for (let i = 0; i < passed; i++) {
-      const releasing = guards[i]!.release?.(index, outcome)
+      const releasing = guards[i]?.release?.(index, outcome)
       if (releasing instanceof Promise) return this.#releaseFrom(releasing, i + 1, index, passed, outcome)
     }
     return undefined
@@ -218,7 +218,7 @@ class Execution implements RunnerHooks {
   async #releaseFrom (pending: Promise<void>, from: number, index: number, passed: number, outcome: SendOutcome): Promise<void> {
     await pending
     const guards = this.#callGuards
-    for (let i = from; i < passed; i++) await guards[i]!.release?.(index, outcome)
+    for (let i = from; i < passed; i++) await guards[i]?.release?.(index, outcome)
   }
 
   /** The operation id a call goes under: the one it was first sent with when a guard's verdict sends it again (`as`). */
@@ -244,7 +244,7 @@ class Execution implements RunnerHooks {
     const argumentsJson = args.plain ? args.text : undefined
     if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
     const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
-    const approvedAt = state.approvals?.decisions[call.index]?.at
+    const approvedAt = state.approvals?.held[call.index]?.decision?.at
     if (approvedAt !== undefined) ctx.approvedAt = new Date(approvedAt).toISOString()
     const again = state.admitted?.verdicts[c.index]?.kind === 'as'
     return (again ? retryAction : dispatchAction)(ctx, call, opId, this.#prepared.preparedAt, headers, argumentsJson)

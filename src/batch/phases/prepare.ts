@@ -11,12 +11,15 @@ import { rejectIncomplete } from '../../formats/incomplete.js'
 import { prepareBatch } from '../../prepare/pipeline.js'
 import type { PreparationOutcome, RawCall } from '../../model/call.js'
 import { type CanonicalText, canonicalText } from '../../model/json.js'
-import { callFingerprint } from '../../repeat/ignore.js'
+import { callFingerprint } from '../../repeat/loops.js'
 import type { ToolLookup } from '../../model/tool.js'
 import type { EngineDeps } from '../engine-types.js'
 import type { IdentifiedCalls } from '../identify-calls.js'
 import type { BatchRuntime } from '../runtime.js'
 import { type BatchState, type Prepared, callAt } from '../state.js'
+
+/** What giving prepared calls their texts and fingerprints reads of the engine's dependencies. */
+type PreparedDeps = Pick<EngineDeps, 'clock' | 'authorizer'>
 
 /** When batches were prepared, as ISO text. */
 const PREPARED_TIMES = new IsoTime()
@@ -49,7 +52,7 @@ export function prepareCalls (deps: EngineDeps, input: PrepareInput, identified:
 }
 
 /** Calls prepared before (a batch taken up after approvals), as prepared now: their texts and fingerprints. */
-export function preparedAgain (deps: EngineDeps, calls: readonly RawCall[], outcomes: readonly PreparationOutcome[]): Prepared {
+export function preparedAgain (deps: PreparedDeps, calls: readonly RawCall[], outcomes: readonly PreparationOutcome[]): Prepared {
   const texts = outcomes.map((o) => canonicalText(o.arguments ?? null))
   return fingerprinted(deps, calls, texts, outcomes, PREPARED_TIMES.at(deps.clock.now()), 0)
 }
@@ -59,7 +62,7 @@ export function preparedAgain (deps: EngineDeps, calls: readonly RawCall[], outc
  * executor's body too: the request's own, when preparation left them as
  * they came, else the prepared ones'.
  */
-function fingerprinted (deps: EngineDeps, calls: readonly RawCall[], requestTexts: readonly CanonicalText[], outcomes: readonly PreparationOutcome[],
+function fingerprinted (deps: PreparedDeps, calls: readonly RawCall[], requestTexts: readonly CanonicalText[], outcomes: readonly PreparationOutcome[],
   preparedAt: string, preparationMs: number): Prepared {
   const argumentTexts: CanonicalText[] = []
   const fingerprints: string[] = []
@@ -77,7 +80,7 @@ function fingerprinted (deps: EngineDeps, calls: readonly RawCall[], requestText
  * object, of a tool whose preparation changes nothing in place, with no
  * external authorizer (an in-process one is handed the object).
  */
-function leftAsSent (deps: EngineDeps, outcome: PreparationOutcome, raw: RawCall): boolean {
+function leftAsSent (deps: PreparedDeps, outcome: PreparationOutcome, raw: RawCall): boolean {
   return outcome.arguments === raw.arguments && (outcome.tool === null || !outcome.tool.preparesInPlace) && deps.authorizer === undefined
 }
 

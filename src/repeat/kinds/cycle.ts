@@ -2,9 +2,7 @@
  * The cycle loop kind (SPEC section 15): the same two or three calls over
  * and over (A B A B…, A B C A B C…), each time with identical arguments.
  */
-import { type LoopThresholds, type StreakDecision, assertThresholds, decide } from '../streak.js'
-import { boundedMessage } from '../messages.js'
-import type { CallsLoopKind } from './types.js'
+import { type CallsLoopKind, type LoopThresholds, type StreakDecision, assertThresholds, boundedMessage, decide } from '../loops.js'
 
 /** A tracked call as the cycle detector remembers it. */
 export interface CycleCall {

@@ -2,9 +2,7 @@
  * The errors loop kind (SPEC section 15): tool calls failing in a row, the
  * model retrying variations of what does not work.
  */
-import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from '../streak.js'
-import { boundedMessage } from '../messages.js'
-import type { ResultsLoopKind } from './types.js'
+import { type LoopThresholds, type ResultsLoopKind, type StreakDecision, NO_DECISION, assertThresholds, boundedMessage, decide } from '../loops.js'
 
 /** A run's streak of failing calls. */
 export interface ErrorStreak {

@@ -6,7 +6,7 @@
 import { cycleKind } from './cycle.js'
 import { errorsKind } from './errors.js'
 import { noProgressKind } from './no-progress.js'
-import type { LoopKindDefinition } from './types.js'
+import type { LoopKindDefinition } from '../loops.js'
 
 export const LOOP_KIND_LIST: readonly LoopKindDefinition[] = Object.freeze([
   cycleKind,

@@ -3,10 +3,8 @@
  * does not track exact repeats, as a status poll) answering the same thing
  * to the same call again and again.
  */
-import { type LoopThresholds, type StreakDecision, NO_DECISION, assertThresholds, decide } from '../streak.js'
-import { boundedMessage } from '../messages.js'
+import { type LoopThresholds, type ResultsLoopKind, type StreakDecision, NO_DECISION, assertThresholds, boundedMessage, decide } from '../loops.js'
 import { sha256 } from '../../model/sha256.js'
-import type { ResultsLoopKind } from './types.js'
 
 /** A run's streak of identical answers to one exempt call. */
 export interface NoProgressStreak {

@@ -1,8 +1,58 @@
-import type { LoopThresholds, StreakDecision } from './streak.js'
+/**
+ * Exact repeats (SPEC section 6): a call's fingerprint, the streak of
+ * identical tracked calls across a run's batches, its advisory and the text
+ * a call not run reads once it terminated the run. Loop detection
+ * (loops.ts) walks each batch's calls with it at admission.
+ */
+import { sha256 } from '../model/sha256.js'
+import { canonicalJson } from '../model/json.js'
 import type { RepeatState } from '../model/run.js'
 
-/** The run's thresholds; 0 disables the corresponding action. */
-export type RepeatThresholds = LoopThresholds
+const FINGERPRINT_PATTERN = /^[0-9a-f]{64}$/
+
+/** How many hex characters of a fingerprint telemetry may show. */
+const FINGERPRINT_PREFIX_LENGTH = 12
+
+/**
+ * The exact-repeat fingerprint of a call (SPEC section 6): SHA-256 hex of the
+ * JCS form of `[toolName, args]`, so the name and the arguments can never run
+ * into each other. `args` is the prepared arguments, or, for a call whose
+ * arguments did not parse, the raw argument string, which is hashed as a JSON
+ * string value and therefore never equals an object with the same text.
+ */
+export function fingerprint (toolName: string, args: unknown): string {
+  checkToolName(toolName)
+  return fingerprintOfText(toolName, canonicalJson(args))
+}
+
+/**
+ * `fingerprint`, given the arguments' canonicalJson text already: the JCS
+ * form of `[toolName, args]` is that text with the name before it.
+ */
+export function fingerprintOfText (toolName: string, canonicalArgs: string): string {
+  checkToolName(toolName)
+  return sha256(`[${JSON.stringify(toolName)},${canonicalArgs}]`, 'hex')
+}
+
+function checkToolName (toolName: unknown): void {
+  if (typeof toolName !== 'string') {
+    throw new TypeError(`Expected \`toolName\` to be a string, got ${typeof toolName}`)
+  }
+}
+
+/** The only form of a fingerprint telemetry may show: its first 12 hex characters. */
+export function fingerprintPrefix (fp: string): string {
+  if (typeof fp !== 'string' || !FINGERPRINT_PATTERN.test(fp)) {
+    throw new TypeError('Expected `fp` to be a SHA-256 hex fingerprint')
+  }
+  return fp.slice(0, FINGERPRINT_PREFIX_LENGTH)
+}
+
+/** The run's thresholds; 0 disables the corresponding action. Every loop detector's limits have this shape (loops.ts). */
+export interface RepeatThresholds {
+  advisory: number
+  termination: number
+}
 
 /**
  * One call of a batch, in source order. `tracked` is the tool's
@@ -13,8 +63,11 @@ export interface TrackedCall {
   tracked: boolean
 }
 
-/** What the repeat policy asks of one call: a streak's decision, as every loop detector's. */
-export type RepeatDecision = StreakDecision
+/** What the repeat policy asks of one call; every loop detector's streak decides the same way (loops.ts). */
+export type RepeatDecision =
+  | { action: 'none' }
+  | { action: 'advisory', count: number }
+  | { action: 'terminate', count: number }
 
 /** The outcome of walking one batch: the state to store and one decision per call. */
 export interface RepeatOutcome {
@@ -81,6 +134,9 @@ function assertThreshold (value: number, name: string): void {
     throw new TypeError(`Expected \`${name}\` to be a non-negative integer, got ${String(value)}`)
   }
 }
+
+/** What a call not run reads once an exact repeat terminated the run. */
+export const EXACT_TERMINATED = 'Not run: the agent repeated the same call with identical arguments too many times in a row, so the run was stopped.'
 
 /** The most an `agent_policy` message may hold (SPEC section 6). */
 export const MAX_POLICY_MESSAGE_CHARS = 512
