@@ -50,11 +50,19 @@ export interface GuardCostOptions {
   parallel: number
 }
 
-/** What one count executed per warm batch: in all, and outside V8's optimizing compiler. */
+/** What one count executed per warm batch: in all, outside V8's optimizing compiler, and outside its collector too. */
 export interface PerBatch {
   total: number
   /** The instructions outside `GetOrCompileOptimized`: the batch's own work and the collector's. */
   rest: number
+  /** `rest` less the collections (`Heap::CollectGarbage`): the batch's own work (incremental marking steps stay in). */
+  own: number
+}
+
+/** The collector's instructions, from `callgrind_annotate --inclusive=yes`: the line of `Heap::CollectGarbage`, the way into every collection. */
+export function collectorInstructions (annotated: string): number | null {
+  const m = /^\s*([\d,]+)\s+\([\s\d.]+%\)\s+\S*?v8::internal::Heap::CollectGarbage\(/m.exec(annotated)
+  return m === null ? null : Number(m[1]!.replaceAll(',', ''))
 }
 
 /**
@@ -69,8 +77,10 @@ export interface SizeCost {
   all: PerBatch
   allAgain: PerBatch
   without: Record<string, PerBatch>
-  /** By guard: `all.rest` less `without[guard].rest`, the guard's instructions per batch. */
+  /** By guard: `all.own` less `without[guard].own`, the guard's own instructions per batch. */
   cost: Record<string, number>
+  /** By guard: the same on `rest`, the collections its garbage causes in. */
+  costWithCollector: Record<string, number>
 }
 
 const CHILD = fileURLToPath(new URL('./instructions-child.js', import.meta.url))
@@ -89,7 +99,9 @@ async function count (size: number, warmup: number, iterations: number, without:
     const annotated = await execFileText('callgrind_annotate', ['--inclusive=yes', '--threshold=100', outFile], { maxBuffer: 256 * 1024 * 1024 })
     const compiler = compilerInstructions(annotated.stdout)
     if (compiler === null) throw new Error('callgrind_annotate named no GetOrCompileOptimized: the optimizing compiler\'s share is unknown')
-    return { total: total / iterations, rest: (total - compiler) / iterations }
+    // A batch that allocates nothing in the window collects nothing: no line for the collector.
+    const collector = collectorInstructions(annotated.stdout) ?? 0
+    return { total: total / iterations, rest: (total - compiler) / iterations, own: (total - compiler - collector) / iterations }
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
@@ -162,18 +174,20 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
     const variants: Array<string | undefined> = [undefined, ...opts.guards, undefined]
     const counts = await pool(variants.map((g) => async () => {
       const perBatch = await count(size, opts.warmup, opts.window, g)
-      log(`${size}-call batches, ${g === undefined ? 'every guard' : `without ${g}`}: ${Math.round(perBatch.total)} instructions per batch, ${Math.round(perBatch.rest)} outside the optimizing compiler`)
+      log(`${size}-call batches, ${g === undefined ? 'every guard' : `without ${g}`}: ${Math.round(perBatch.total)} instructions per batch, ${Math.round(perBatch.rest)} outside the optimizing compiler, ${Math.round(perBatch.own)} outside the collector too`)
       return perBatch
     }), opts.parallel)
-    const at = (i: number): PerBatch => counts[i] ?? { total: 0, rest: 0 }
+    const at = (i: number): PerBatch => counts[i] ?? { total: 0, rest: 0, own: 0 }
     const all = at(0)
     const without: Record<string, PerBatch> = {}
     const cost: Record<string, number> = {}
+    const costWithCollector: Record<string, number> = {}
     opts.guards.forEach((g, i) => {
       without[g] = at(i + 1)
-      cost[g] = all.rest - at(i + 1).rest
+      cost[g] = all.own - at(i + 1).own
+      costWithCollector[g] = all.rest - at(i + 1).rest
     })
-    const figures = { size, all, allAgain: at(counts.length - 1), without, cost }
+    const figures = { size, all, allAgain: at(counts.length - 1), without, cost, costWithCollector }
     log(`${size}-call batches: ${JSON.stringify(figures)}`)
     out.push(figures)
   }
@@ -182,15 +196,16 @@ export async function guardCosts (opts: GuardCostOptions, log: (line: string) =>
 
 export function guardCostMarkdown (costs: readonly SizeCost[], opts: GuardCostOptions): string {
   const n = (x: number): string => Math.round(x).toLocaleString('en-US')
+  const both = (own: number, withCollector: number): string => `${n(own)} | ${n(withCollector)}`
   const lines = [
-    `Instructions per warm batch under callgrind (an iteration: create a run, one batch, end the run), counted over ${opts.window} iterations after ${opts.warmup} uncounted ones, outside V8's optimizing compiler; a guard's cost is the figure with every guard less the one without it.`,
+    `Instructions per warm batch under callgrind (an iteration: create a run, one batch, end the run), counted over ${opts.window} iterations after ${opts.warmup} uncounted ones, outside V8's optimizing compiler: the batch's own work, and with the collections in it; a guard's cost is the figure with every guard less the one without it.`,
     '',
-    `| guard | ${costs.map((c) => `${c.size}-call batch`).join(' | ')} |`,
-    `| --- | ${costs.map(() => '---:').join(' | ')} |`,
-    ...opts.guards.map((g) => `| ${g} | ${costs.map((c) => n(c.cost[g] ?? 0)).join(' | ')} |`),
-    `| every guard: the whole iteration, outside the compiler | ${costs.map((c) => n(c.all.rest)).join(' | ')} |`,
-    `| every guard: the whole iteration, the compiler's in it | ${costs.map((c) => n(c.all.total)).join(' | ')} |`,
-    `| noise: every guard counted again, less the first | ${costs.map((c) => n(c.allAgain.rest - c.all.rest)).join(' | ')} |`
+    `| guard | ${costs.map((c) => `${c.size}-call: own | with the collector`).join(' | ')} |`,
+    `| --- | ${costs.map(() => '---: | ---:').join(' | ')} |`,
+    ...opts.guards.map((g) => `| ${g} | ${costs.map((c) => both(c.cost[g] ?? 0, c.costWithCollector[g] ?? 0)).join(' | ')} |`),
+    `| every guard: the whole iteration | ${costs.map((c) => both(c.all.own, c.all.rest)).join(' | ')} |`,
+    `| noise: every guard counted again, less the first | ${costs.map((c) => both(c.allAgain.own - c.all.own, c.allAgain.rest - c.all.rest)).join(' | ')} |`,
+    `| the optimizing compiler's in the window, every guard | ${costs.map((c) => `${n(c.all.total - c.all.rest)} | –`).join(' | ')} |`
   ]
   return lines.join('\n')
 }
