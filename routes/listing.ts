@@ -116,7 +116,7 @@ export const listingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const record = await store.getBatch(run.runId, batchId)
     // The stored JSON text, byte for byte as first answered.
     if (record !== undefined) return reply.type(JSON_TYPE).send(shown(record.responseJson))
-    if (isWaiting(run, batchId)) return reply.type(JSON_TYPE).send(shown(engine.answerWaiting(run, run.waiting!)))
+    if (isWaiting(run, batchId)) return reply.type(JSON_TYPE).send(shown(engine.answerWaiting(run, run.waiting)))
     if (run.inFlight?.batchId === batchId) return { runId: run.runId, batchId, state: 'running' }
     throw new ProblemError('batch_not_found', `Run ${run.runId} has no batch ${batchId}.`)
   })

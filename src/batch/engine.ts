@@ -222,7 +222,7 @@ export class BatchEngine {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Start, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
       ownedRun(run, req.tenant, req.runId)
       const now = this.#deps.clock.now()
-      if (isWaiting(run, req.batchId)) return { kind: 'waiting', body: this.answerWaiting(run, run.waiting!) }
+      if (isWaiting(run, req.batchId)) return { kind: 'waiting', body: this.answerWaiting(run, run.waiting) }
       if (leased(run, now)) return { kind: 'busy' }
       if (run.state !== 'active') return { kind: 'not_active', reason: run.terminationReason, terminatedNow: false }
       takeLease(run, req.batchId, this.#deps, now)
@@ -305,7 +305,7 @@ export class BatchEngine {
     const busy = held && !joins
     if (known !== undefined) {
       if (known !== requestHash) return { kind: 'reused' }
-      if (isWaiting(run, req.batchId)) return { kind: 'waiting', body: this.answerWaiting(run, run.waiting!) }
+      if (isWaiting(run, req.batchId)) return { kind: 'waiting', body: this.answerWaiting(run, run.waiting) }
       return busy && run.inFlight!.batchId === req.batchId ? { kind: 'busy' } : { kind: 'replay', run: identityOf(run) }
     }
     // A shared lease of this process that lapsed under its batches: it is lost to them; the next call takes the run over under another.
@@ -331,8 +331,8 @@ export class BatchEngine {
   }
 }
 
-/** Whether `batchId` is the batch of `run` waiting for approvals (not yet taken up). */
-export function isWaiting (run: RunRecord, batchId: string): boolean {
+/** Whether `batchId` is the batch of `run` waiting for approvals (not yet taken up): then `run.waiting` is it. */
+export function isWaiting (run: RunRecord, batchId: string): run is RunRecord & { waiting: WaitingBatch } {
   return run.waiting?.state.batchId === batchId && run.waiting.phase === 'awaiting'
 }
 
