@@ -9,36 +9,71 @@ const Ajv = AjvModule.default
 const addFormats = addFormatsModule.default
 
 /**
- * Route schemas are module constants, the same objects in every app a
- * process builds (tests build hundreds). Compiling each once per process,
- * instead of once per app, makes building an app cheap; the compiled
- * functions depend only on the schema and the shared schemas below.
+ * Each route schema is compiled once per process, not once per app (tests
+ * build hundreds of apps in one process): a compiled function depends only
+ * on the schema's JSON and the shared schemas it refers to, which are the
+ * same in every app. Most route schemas are made anew by each app's routes
+ * (a success answer carries its description, `answer()`), so the key is the
+ * schema's JSON text; the object itself is the fast path for the schemas
+ * that are module constants.
  */
+class CompiledOnce<F> {
+  readonly #byObject = new WeakMap<object, F>()
+  readonly #byText = new Map<string, F>()
+
+  get (schema: object, compile: () => F): F {
+    let compiled = this.#byObject.get(schema)
+    if (compiled === undefined) {
+      const text = JSON.stringify(schema)
+      compiled = this.#byText.get(text)
+      if (compiled === undefined) {
+        compiled = compile()
+        this.#byText.set(text, compiled)
+      }
+      this.#byObject.set(schema, compiled)
+    }
+    return compiled
+  }
+}
+
 const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false })
 addFormats(ajv)
-const validators = new WeakMap<object, ReturnType<typeof ajv.compile>>()
-const serializers = new WeakMap<object, (data: unknown) => string>()
+const validators = new CompiledOnce<ReturnType<typeof ajv.compile>>()
+const serializers = new CompiledOnce<(data: unknown) => string>()
+
+/** The ids of the shared schemas `schema` refers to, directly or through each other. */
+function sharedRefs (schema: unknown, shared: ReadonlyMap<string, TSchema>): Set<string> {
+  const found = new Set<string>()
+  const pending: unknown[] = [schema]
+  while (pending.length > 0) {
+    const node = pending.pop()
+    if (typeof node !== 'object' || node === null) continue
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') {
+        const id = value.split('#', 1)[0]!
+        const target = shared.get(id)
+        if (target !== undefined && !found.has(id)) {
+          found.add(id)
+          pending.push(target)
+        }
+      } else if (typeof value === 'object') {
+        pending.push(value)
+      }
+    }
+  }
+  return found
+}
 
 /** Installs the process-wide validator and serializer compilers; `shared` are the schemas routes $ref. */
 export function useSharedCompilers (app: FastifyInstance, shared: readonly TSchema[]): void {
   for (const schema of shared) if (ajv.getSchema(schema.$id!) === undefined) ajv.addSchema(schema)
-  const external = Object.fromEntries(shared.map((s) => [s.$id!, s]))
+  const byId = new Map(shared.map((s) => [s.$id!, s]))
 
-  app.setValidatorCompiler(({ schema }) => {
-    let validate = validators.get(schema)
-    if (validate === undefined) {
-      validate = ajv.compile(schema)
-      validators.set(schema, validate)
-    }
-    return validate
-  })
+  app.setValidatorCompiler(({ schema }) => validators.get(schema, () => ajv.compile(schema)))
 
-  app.setSerializerCompiler(({ schema }) => {
-    let serialize = serializers.get(schema)
-    if (serialize === undefined) {
-      serialize = fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0], { schema: external as Record<string, never> }) as (data: unknown) => string
-      serializers.set(schema, serialize)
-    }
-    return serialize
-  })
+  // fast-json-stringify checks every external schema it is given on each build: give it only those this schema uses.
+  app.setSerializerCompiler(({ schema }) => serializers.get(schema, () => {
+    const external = Object.fromEntries([...sharedRefs(schema, byId)].map((id) => [id, byId.get(id)!]))
+    return fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0], { schema: external as Record<string, never> }) as (data: unknown) => string
+  }))
 }
