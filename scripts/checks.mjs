@@ -1,18 +1,33 @@
 // What `npm test` runs before the suite: the type check, the lint and the
-// build, side by side (each waits on one core as much as it works on it).
-// Each one's output is printed whole once it ends, so the three never
+// build, side by side (each waits on one core as much as it works on it),
+// and tap's build when .taprc's plugin list is not the one tap was built
+// with (after `npm ci`, tap is built with all its default plugins; a test
+// run would otherwise start its processes with the hooks of plugins the
+// list leaves out, and rebuild only for the run after).
+// Each one's output is printed whole once it ends, so they never
 // interleave; the first failure is reported and the exit status is non-zero
 // when any failed. Plain JavaScript: it runs before anything is built.
 import { Buffer } from 'node:buffer'
 import { spawn } from 'node:child_process'
 import process from 'node:process'
 
-const CHECKS = ['typecheck', 'lint', 'build']
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx'
 
-function run (script) {
+/** Whether tap's built Test class has the plugins .taprc asks for. */
+async function tapBuiltAsConfigured () {
+  const { TapConfig } = await import('@tapjs/config')
+  const { signature } = await import('@tapjs/test')
+  const config = await TapConfig.load()
+  return config.pluginSignature === signature
+}
+
+const CHECKS = ['typecheck', 'lint', 'build'].map((script) => ({ script, command: npm, args: ['run', '--silent', script] }))
+if (!(await tapBuiltAsConfigured())) CHECKS.push({ script: 'tap build', command: npx, args: ['tap', 'build'] })
+
+function run ({ script, command, args }) {
   return new Promise((resolve) => {
-    const child = spawn(npm, ['run', '--silent', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     const out = []
     child.stdout.on('data', (chunk) => out.push(chunk))
     child.stderr.on('data', (chunk) => out.push(chunk))

@@ -1,9 +1,19 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readToolsFile } from '../../src/tools/load.js'
 import { InvalidToolError, ToolRegistry, preparesInPlace } from '../../src/tools/registry.js'
 
 const URL_BASE = 'http://127.0.0.1:9000/tools'
+
+/** A directory of its own with these files, removed when the test ends. */
+function filesDir (t: Test, files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'toolgate-registry-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text)
+  return dir
+}
 
 const look = {
   name: 'look',
@@ -60,7 +70,7 @@ function problemsOf (fn: () => unknown): string[] {
 }
 
 t.test('a JSON tools file loads and registers every tool with its defaults', async (t) => {
-  const dir = t.testdir({ 'tools.json': JSON.stringify({ tools: [look, build] }) })
+  const dir = filesDir(t, { 'tools.json': JSON.stringify({ tools: [look, build] }) })
   const defs = await readToolsFile(join(dir, 'tools.json'))
   const registry = new ToolRegistry({ allowedOrigins: null })
   registry.putAll(defs)
@@ -78,7 +88,7 @@ t.test('a JSON tools file loads and registers every tool with its defaults', asy
 })
 
 t.test('a YAML tools file loads the same tools as the JSON one', async (t) => {
-  const dir = t.testdir({ 'tools.yaml': YAML, 'tools.yml': YAML, 'tools.json': JSON.stringify({ tools: [look, build] }) })
+  const dir = filesDir(t, { 'tools.yaml': YAML, 'tools.yml': YAML, 'tools.json': JSON.stringify({ tools: [look, build] }) })
   const fromJson = new ToolRegistry({ allowedOrigins: null })
   fromJson.putAll(await readToolsFile(join(dir, 'tools.json')))
   for (const file of ['tools.yaml', 'tools.yml']) {
@@ -89,7 +99,7 @@ t.test('a YAML tools file loads the same tools as the JSON one', async (t) => {
 })
 
 t.test('a file with several bad tools lists every problem of every tool, and registers none', async (t) => {
-  const dir = t.testdir({
+  const dir = filesDir(t, {
     'tools.json': JSON.stringify({
       tools: [
         look,
@@ -128,7 +138,7 @@ t.test('an alias clash inside the file is reported', async (t) => {
 })
 
 t.test('a tools file that cannot be read says which file and why', async (t) => {
-  const dir = t.testdir({
+  const dir = filesDir(t, {
     'broken.json': '{"tools": [',
     'broken.yaml': 'tools: [\n  - name: x\n  bad: : :',
     'no-tools.json': '{"tool": []}',
