@@ -14,8 +14,7 @@
 // those takes the CommonJS build, which cuts a test process that builds the
 // service from about 830 hooked modules to under 300 (see CJS_BUILDS).
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { pid } from 'node:process'
@@ -24,31 +23,31 @@ import { URL, fileURLToPath } from 'node:url'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const CACHE = join(tmpdir(), 'toolgate-test-ts-cache')
+const require = createRequire(import.meta.url)
 
 let compiler
 
 /** TypeScript and the options, loaded only when a file is not in the cache yet. */
-async function typescript () {
-  compiler ??= (async () => {
-    const ts = (await import('typescript')).default
+function typescript () {
+  if (compiler === undefined) {
+    const ts = require('typescript')
     const read = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile)
     const { options } = ts.parseJsonConfigFileContent(read.config, ts.sys, ROOT)
     // No outDir or rootDir: the source map then names the .ts file beside the module it maps.
     const compilerOptions = { ...options, outDir: undefined, rootDir: undefined, module: ts.ModuleKind.ESNext, sourceMap: false, inlineSourceMap: true, inlineSources: true, declaration: false, noEmit: false }
-    return { ts, compilerOptions }
-  })()
+    compiler = { ts, compilerOptions }
+  }
   return compiler
 }
 
 /** What every cached file depends on besides its own text: this file, tsconfig.json and the TypeScript version. */
 let stamp
-async function versionStamp () {
-  stamp ??= (async () => {
-    const own = await readFile(fileURLToPath(import.meta.url), 'utf8')
-    const config = await readFile(join(ROOT, 'tsconfig.json'), 'utf8')
-    const tsPackage = await readFile(createRequire(import.meta.url).resolve('typescript/package.json'), 'utf8')
-    return createHash('sha256').update(own).update(config).update(JSON.parse(tsPackage).version).digest('hex')
-  })()
+function versionStamp () {
+  stamp ??= createHash('sha256')
+    .update(readFileSync(fileURLToPath(import.meta.url), 'utf8'))
+    .update(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8'))
+    .update(JSON.parse(readFileSync(require.resolve('typescript/package.json'), 'utf8')).version)
+    .digest('hex')
   return stamp
 }
 
@@ -64,40 +63,69 @@ async function versionStamp () {
  */
 const CJS_BUILDS = /^(@sinclair\/typebox|zod|zod-to-json-schema|tap)(\/|$)/
 
-export async function resolve (specifier, context, next) {
-  if (CJS_BUILDS.test(specifier) && context.conditions.includes('import')) {
-    return next(specifier, { ...context, conditions: context.conditions.map((c) => (c === 'import' ? 'require' : c)) })
-  }
+/** The conditions to resolve `specifier` with: a package of CJS_BUILDS imported resolves to its CommonJS build. */
+function conditionsFor (specifier, context) {
+  return CJS_BUILDS.test(specifier) && context.conditions.includes('import') ? { ...context, conditions: context.conditions.map((c) => (c === 'import' ? 'require' : c)) } : context
+}
+
+/** A relative import of `x.js` that found nothing: `x.ts` when it exists, else the error stands. */
+function typescriptFile (specifier, context, err) {
+  const relative = specifier.startsWith('./') || specifier.startsWith('../') || specifier.startsWith('/') || specifier.startsWith('file:')
+  if (!relative || !specifier.endsWith('.js') || context.parentURL === undefined) throw err
+  const url = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL)
+  if (!existsSync(fileURLToPath(url))) throw err
+  return { url: url.href, format: 'module', shortCircuit: true }
+}
+
+/** A .ts module's JavaScript: from the cache, or transpiled and cached. Undefined for any other URL. */
+function transpiled (url) {
+  if (!url.startsWith('file:')) return undefined
+  const where = new URL(url)
+  if (!where.pathname.endsWith('.ts')) return undefined
+  where.search = ''
+  where.hash = ''
+  const file = fileURLToPath(where)
+  const source = readFileSync(file, 'utf8')
+  const key = createHash('sha256').update(versionStamp()).update(file).update('\0').update(source).digest('hex')
+  const cached = join(CACHE, `${key}.js`)
   try {
-    return await next(specifier, context)
+    return { format: 'module', source: readFileSync(cached, 'utf8'), shortCircuit: true }
+  } catch {
+    // Not cached yet: transpile it, and write it so that another process never sees half a file.
+  }
+  const { ts, compilerOptions } = typescript()
+  const { outputText } = ts.transpileModule(source, { compilerOptions, fileName: file })
+  mkdirSync(CACHE, { recursive: true })
+  const partial = `${cached}.${pid}.${Math.random().toString(36).slice(2)}`
+  writeFileSync(partial, outputText)
+  renameSync(partial, cached)
+  return { format: 'module', source: outputText, shortCircuit: true }
+}
+
+// The hooks on a thread of their own (module.register).
+export async function resolve (specifier, context, next) {
+  const using = conditionsFor(specifier, context)
+  try {
+    return await next(specifier, using)
   } catch (err) {
-    const relative = specifier.startsWith('./') || specifier.startsWith('../') || specifier.startsWith('/') || specifier.startsWith('file:')
-    if (!relative || !specifier.endsWith('.js') || context.parentURL === undefined) throw err
-    const url = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL)
-    if (!existsSync(fileURLToPath(url))) throw err
-    return { url: url.href, format: 'module', shortCircuit: true }
+    return typescriptFile(specifier, using, err)
   }
 }
 
 export async function load (url, context, next) {
-  if (!url.startsWith('file:') || !new URL(url).pathname.endsWith('.ts')) return next(url, context)
-  const where = new URL(url)
-  where.search = ''
-  where.hash = ''
-  const file = fileURLToPath(where)
-  const source = await readFile(file, 'utf8')
-  const key = createHash('sha256').update(await versionStamp()).update(file).update('\0').update(source).digest('hex')
-  const cached = join(CACHE, `${key}.js`)
+  return transpiled(url) ?? next(url, context)
+}
+
+// The same hooks in the loading thread (module.registerHooks), where a module
+// costs no round trip: every package loads its ES build, as in the service.
+export function resolveSync (specifier, context, next) {
   try {
-    return { format: 'module', source: await readFile(cached, 'utf8'), shortCircuit: true }
-  } catch {
-    // Not cached yet: transpile it, and write it so that another process never sees half a file.
+    return next(specifier, context)
+  } catch (err) {
+    return typescriptFile(specifier, context, err)
   }
-  const { ts, compilerOptions } = await typescript()
-  const { outputText } = ts.transpileModule(source, { compilerOptions, fileName: file })
-  await mkdir(CACHE, { recursive: true })
-  const partial = `${cached}.${pid}.${Math.random().toString(36).slice(2)}`
-  await writeFile(partial, outputText)
-  await rename(partial, cached)
-  return { format: 'module', source: outputText, shortCircuit: true }
+}
+
+export function loadSync (url, context, next) {
+  return transpiled(url) ?? next(url, context)
 }
