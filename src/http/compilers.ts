@@ -41,9 +41,9 @@ addFormats(ajv)
 const validators = new CompiledOnce<ReturnType<typeof ajv.compile>>()
 const serializers = new CompiledOnce<(data: unknown) => string>()
 
-/** The ids of the shared schemas `schema` refers to, directly or through each other. */
-function sharedRefs (schema: unknown, shared: ReadonlyMap<string, TSchema>): Set<string> {
-  const found = new Set<string>()
+/** The shared schemas `schema` refers to, directly or through each other, by id. */
+function sharedRefs (schema: unknown, shared: ReadonlyMap<string, TSchema>): Record<string, TSchema> {
+  const found: Record<string, TSchema> = {}
   const pending: unknown[] = [schema]
   while (pending.length > 0) {
     const node = pending.pop()
@@ -52,8 +52,8 @@ function sharedRefs (schema: unknown, shared: ReadonlyMap<string, TSchema>): Set
       if (key === '$ref' && typeof value === 'string') {
         const id = value.split('#', 1)[0]!
         const target = shared.get(id)
-        if (target !== undefined && !found.has(id)) {
-          found.add(id)
+        if (target !== undefined && !(id in found)) {
+          found[id] = target
           pending.push(target)
         }
       } else if (typeof value === 'object') {
@@ -72,8 +72,6 @@ export function useSharedCompilers (app: FastifyInstance, shared: readonly TSche
   app.setValidatorCompiler(({ schema }) => validators.get(schema, () => ajv.compile(schema)))
 
   // fast-json-stringify checks every external schema it is given on each build: give it only those this schema uses.
-  app.setSerializerCompiler(({ schema }) => serializers.get(schema, () => {
-    const external = Object.fromEntries([...sharedRefs(schema, byId)].map((id) => [id, byId.get(id)!]))
-    return fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0], { schema: external as Record<string, never> }) as (data: unknown) => string
-  }))
+  app.setSerializerCompiler(({ schema }) => serializers.get(schema, () =>
+    fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0], { schema: sharedRefs(schema, byId) as Record<string, never> }) as (data: unknown) => string))
 }

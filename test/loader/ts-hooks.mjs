@@ -6,13 +6,15 @@
 // system's temp directory by a hash of the source, the options and the
 // TypeScript version, so each file is transpiled once for the whole suite.
 //
-// Every ES module a test process loads goes through these hooks, which run
-// on a thread of their own below Node 22: a round trip between the threads
-// for each resolve and each load, about 1.3 ms of CPU a module. A few
-// packages ship both an ES build of hundreds of small files and a CommonJS
-// build (whose files Node's require loads without the hooks); an import of
-// those takes the CommonJS build, which cuts a test process that builds the
-// service from about 830 hooked modules to under 300 (see CJS_BUILDS).
+// Every ES module a test process loads goes through these hooks. Where they
+// run on a thread of their own (module.register; ts.mjs says when), each
+// resolve and each load is a round trip between the threads, about 1.3 ms
+// of CPU a module. A few packages ship both an ES build of hundreds of small
+// files and a CommonJS build (whose files Node's require loads without the
+// hooks); there an import of those takes the CommonJS build, which cuts a
+// test process that builds the service from about 830 hooked modules to
+// under 300 (see CJS_BUILDS). In the loading thread there is no round trip,
+// and every package loads its ES build.
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'

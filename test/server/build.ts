@@ -7,8 +7,8 @@
  * beside a link to node_modules.
  *
  * Transpiling the tree costs about 6 s of CPU, and a dozen tests in eight
- * files of the suite want it, and every bench test, so the build is made once per content of the sources:
- * under the system's temp directory, named by a hash of every source file,
+ * files of the suite want it, and every bench test, so the build is made
+ * once per content of the sources: under the system's temp directory, named by a hash of every source file,
  * the TypeScript version and this file, and shared by every test process
  * (written to a directory of its own and renamed into place, so no process
  * sees half a build). A build nobody has used for a day is removed. Tests
