@@ -57,6 +57,24 @@ t.test('the budget is on the work done: time spent waiting for a CPU does not co
   t.equal(boundedValidate(validator(() => { wall += 400; cpu += 20 }), 50, clocks)({}), true, '400 ms on a loaded machine, 20 ms of it working: passes')
   t.equal(boundedValidate(validator(() => { wall += 400; cpu += 60 }), 50, clocks)({}), false, '60 ms of work in 400 ms: refused')
   t.equal(boundedValidate(validator(() => { wall += 20; cpu += 400 }), 50, clocks)({}), true, 'other threads of the process busy meanwhile: 20 ms of wall-clock time passes')
+
+})
+
+t.test('a validation held over the budget once (a collector pause, its helper threads working) passes when its second run is within it', async (t) => {
+  let wall = 0
+  let cpu = 0
+  const clocks = { wall: () => wall, cpu: () => cpu }
+  let runs = 0
+  const paused = boundedValidate(validator(() => { runs++; if (runs === 1) { wall += 120; cpu += 180 } }), 50, clocks)
+  t.equal(paused({}), true, 'held 120 ms once, the process busy meanwhile: the call passes')
+  t.equal(runs, 2, 'after a second run')
+  runs = 0
+  const costly = boundedValidate(validator(() => { runs++; wall += 60; cpu += 60 }), 50, clocks)
+  t.equal(costly({}), false, 'work over the budget on each run: refused')
+  t.equal(runs, 2, 'after two runs, no more')
+  runs = 0
+  t.equal(boundedValidate(validator(() => { runs++ }), 50, clocks)({}), true)
+  t.equal(runs, 1, 'a call within the budget runs once')
 })
 
 t.test('with the process\'s own clocks: a validation held up without working passes, one that works past the budget is refused', async (t) => {
