@@ -187,16 +187,21 @@ export async function redisProxy (t: Tap): Promise<{ port: number, mode: (m: Pro
     if (mode === 'hold') held.push(through)
     else through()
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }))
-  const address = server.address()
-  if (address === null || typeof address === 'string') throw new Error('the proxy has no port')
   return {
-    port: address.port,
+    port: await listenProxy(t, server, sockets),
     mode: (m: ProxyMode) => {
       mode = m
       if (m === 'open') for (const go of held.splice(0)) go()
     },
     drop: () => { for (const s of sockets) s.destroy() }
   }
+}
+
+/** Starts a test proxy on a port of 127.0.0.1, closed with its sockets at the end of the test: its port. */
+export async function listenProxy (t: Tap, server: Server, sockets: Set<Socket>): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }))
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('the proxy has no port')
+  return address.port
 }
