@@ -77,6 +77,18 @@ t.test('a validation held over the budget once (a collector pause, its helper th
   t.equal(runs, 1, 'a call within the budget runs once')
 })
 
+t.test('a call within the budget on the wall clock never reads the CPU clock (a system call over every thread)', async (t) => {
+  let wall = 0
+  let cpuReads = 0
+  const clocks = { wall: () => wall, cpu: () => { cpuReads++; return 0 } }
+  const quick = boundedValidate(validator(() => { wall += 10 }), 50, clocks)
+  for (let i = 0; i < 3; i++) t.equal(quick({}), true)
+  t.equal(cpuReads, 0, 'three calls of 10 ms: no CPU clock read')
+  const slow = boundedValidate(validator(() => { wall += 80 }), 50, clocks)
+  t.equal(slow({}), true, '80 ms of waiting, no work: passes')
+  t.equal(cpuReads, 2, 'its second run, and only that, read the CPU clock before and after')
+})
+
 t.test('with the process\'s own clocks: a validation held up without working passes, one that works past the budget is refused', async (t) => {
   // Blocked without using a CPU, as a thread waiting for one is: 80 ms of wall-clock time, next to no CPU time.
   const blocked = boundedValidate(validator(() => { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 80) }), 50)
