@@ -32,8 +32,14 @@ const MAX_LAST_WRITTEN = 10_000
 /** How a compare-and-set went; a conflict answers the version, record and batch id entry it found. */
 type WriteOutcome = { kind: 'ok', stored: StoredRun } | { kind: 'gone' } | { kind: 'quota' } | { kind: 'conflict', found: Versioned | undefined }
 
-/** A run record (in its stored form) and its version, as written or as a lost compare-and-set answered them, and the hash of the batch id asked about. */
-interface Versioned { version: string, stored: StoredRun, hash?: string | undefined }
+/**
+ * A run record (in its stored form) and its version, as written or as a lost
+ * compare-and-set answered them, and the hash of the batch id asked about.
+ * `run` is the record this process last wrote, decoded: the next update
+ * starts from it instead of parsing `stored` again. Like the memory store's
+ * record, it is the one object every update of the run changes in turn.
+ */
+interface Versioned { version: string, stored: StoredRun, hash?: string | undefined, run?: RunRecord }
 
 /** What an update reads and writes with the run record, in the same compare-and-set. */
 interface UpdateExtras {
@@ -207,16 +213,16 @@ export class RedisRunState implements RunStateStore {
           start = read
         }
         const { version, stored, hash } = start
+        const run = start.run ?? joinRun(stored)
         start = undefined
         if (entry !== undefined) entry.requestHash = hash
-        const run = joinRun(stored)
         const wasWaiting = run.waiting != null
         const value = fn(run)
         run.lastActiveAt = this.#opts.now()
         const next = this.#nextVersion()
         const written = await this.#write(run, stored, version, next, extras, entry?.requestHash !== hash ? entry : undefined, hash, wasWaiting)
         if (written.kind === 'ok') {
-          this.#remember(runId, next, written.stored)
+          this.#remember(runId, next, written.stored, run)
           return { found: true, value }
         }
         this.#lastWritten.delete(runId)
@@ -239,11 +245,11 @@ export class RedisRunState implements RunStateStore {
     })
   }
 
-  /** Keeps what was just written of a run, for its next update. */
-  #remember (runId: string, version: string, stored: StoredRun): void {
+  /** Keeps what was just written of a run (and, from an update, the record itself), for its next update. */
+  #remember (runId: string, version: string, stored: StoredRun, run?: RunRecord): void {
     this.#lastWritten.delete(runId)
     if (this.#lastWritten.size >= MAX_LAST_WRITTEN) this.#lastWritten.delete(this.#lastWritten.keys().next().value!)
-    this.#lastWritten.set(runId, { version, stored })
+    this.#lastWritten.set(runId, { version, stored, run })
   }
 
   /**
