@@ -8,10 +8,10 @@
  *
  * Transpiling the tree costs about 6 s of CPU, and a dozen tests in eight
  * files of the suite want it, and every bench test, so the build is made
- * once per content of the sources: under the system's temp directory, named by a hash of every source file,
- * the TypeScript version and this file, and shared by every test process
- * (written to a directory of its own and renamed into place, so no process
- * sees half a build). A build nobody has used for a day is removed. Tests
+ * once per content of the sources: under the system's temp directory,
+ * named by a hash of every source file, the TypeScript version and this
+ * file, and shared by every test process (written to a directory of its
+ * own and renamed into place, so no process sees half a build). A build nobody has used for a day is removed. Tests
  * read the build and never write into it: files of their own go in a
  * directory of their own.
  */

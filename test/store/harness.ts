@@ -149,17 +149,33 @@ export function makeReceipt (runId: string, operationId: string, over: Partial<R
 /** How the test proxy to Redis treats connections (see `redisProxy`). */
 export type ProxyMode = 'open' | 'hold' | 'swallow' | 'refuse'
 
+/** The test proxy to Redis (see `redisProxy`). */
+export interface RedisProxy {
+  port: number
+  mode: (m: ProxyMode) => void
+  /** Ends every connection. */
+  drop: () => void
+  /** Each chunk a client wrote, as forwarded to Redis, in latin1 text. */
+  chunks: string[]
+  /** Holds Redis' replies (true), or lets them through, the held ones first (false). */
+  holdReplies: (on: boolean) => void
+}
+
 /**
  * A TCP proxy to the test Redis, closed on teardown. `open` forwards;
  * `hold` keeps new connections waiting, their bytes buffered, until the mode
  * is `open` again; `swallow` forwards nothing the client sends (a command in
  * flight is never answered); `refuse` ends new connections at once. `drop`
- * ends every connection.
+ * ends every connection. It notes each chunk it forwards to Redis, and can
+ * hold Redis' replies.
  */
-export async function redisProxy (t: Tap): Promise<{ port: number, mode: (m: ProxyMode) => void, drop: () => void }> {
+export async function redisProxy (t: Tap): Promise<RedisProxy> {
   const target = new URL(REDIS_URL)
   const sockets = new Set<Socket>()
   const held: Array<() => void> = []
+  const chunks: string[] = []
+  const heldReplies: Array<() => void> = []
+  let holdingReplies = false
   let mode: ProxyMode = 'open'
   const server: Server = createServer((client) => {
     if (mode === 'refuse') {
@@ -180,28 +196,35 @@ export async function redisProxy (t: Tap): Promise<{ port: number, mode: (m: Pro
       upstream.on('close', () => { sockets.delete(upstream); client.destroy() })
       client.on('close', () => upstream.destroy())
       client.off('data', buffer)
-      for (const chunk of buffered) upstream.write(chunk)
-      client.on('data', (chunk: Buffer) => { if (mode !== 'swallow') upstream.write(chunk) })
-      upstream.pipe(client)
+      const forward = (chunk: Buffer): void => {
+        chunks.push(chunk.toString('latin1'))
+        upstream.write(chunk)
+      }
+      for (const chunk of buffered) forward(chunk)
+      client.on('data', (chunk: Buffer) => { if (mode !== 'swallow') forward(chunk) })
+      upstream.on('data', (chunk: Buffer) => {
+        if (holdingReplies) heldReplies.push(() => client.write(chunk))
+        else client.write(chunk)
+      })
     }
     if (mode === 'hold') held.push(through)
     else through()
   })
-  return {
-    port: await listenProxy(t, server, sockets),
-    mode: (m: ProxyMode) => {
-      mode = m
-      if (m === 'open') for (const go of held.splice(0)) go()
-    },
-    drop: () => { for (const s of sockets) s.destroy() }
-  }
-}
-
-/** Starts a test proxy on a port of 127.0.0.1, closed with its sockets at the end of the test: its port. */
-export async function listenProxy (t: Tap, server: Server, sockets: Set<Socket>): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }))
   const address = server.address()
   if (address === null || typeof address === 'string') throw new Error('the proxy has no port')
-  return address.port
+  return {
+    port: address.port,
+    mode: (m: ProxyMode) => {
+      mode = m
+      if (m === 'open') for (const go of held.splice(0)) go()
+    },
+    drop: () => { for (const s of sockets) s.destroy() },
+    chunks,
+    holdReplies: (on: boolean) => {
+      holdingReplies = on
+      if (!on) for (const go of heldReplies.splice(0)) go()
+    }
+  }
 }

@@ -1,75 +1,25 @@
 /**
- * How the Redis store's commands leave: those sent in one turn of the event
- * loop (batches in flight together, a listing's chunk) in one socket write, and none held
- * back until the command before it is answered (ioredis' auto-pipelining
- * sent one pipeline at a time, so a command waited for the round trip of
- * the one before). The store reaches Redis through a TCP proxy this test
- * controls: it notes each chunk the client writes and can hold Redis'
- * replies. Skipped, saying why, when no Redis answers at
+ * How the Redis store's commands leave: those sent in one turn of the
+ * event loop (batches in flight together, a listing's chunk) in one socket
+ * write, and none held back until the command before it is answered
+ * (ioredis' auto-pipelining sent one pipeline at a time, so a command
+ * waited for the round trip of the one before). The store reaches Redis through the test proxy
+ * (harness.ts), which notes each chunk the client writes and can hold
+ * Redis' replies. Skipped, saying why, when no Redis answers at
  * TOOLGATE_TEST_REDIS_URL.
  */
 import { randomUUID } from 'node:crypto'
-import { type Server, type Socket, connect, createServer } from 'node:net'
 import t, { type Test as Tap } from 'tap'
 import { RedisConnection } from '../../src/store/redis-connection.js'
-import { sleep } from '../helper.js'
-import { REDIS_URL, deleteByPrefix, listenProxy, redisUnavailable } from './harness.js'
+import { waitFor } from '../schedule/harness.js'
+import { type RedisProxy, deleteByPrefix, redisProxy, redisUnavailable } from './harness.js'
 
 const noRedis = await redisUnavailable()
 
-interface Tap2Redis {
-  port: number
-  /** Each chunk the client wrote, as text. */
-  chunks: string[]
-  /** Holds Redis' replies (true) or lets them through, the held ones first (false). */
-  hold: (on: boolean) => void
-}
-
-/** A proxy to Redis that notes the client's writes and can hold the replies. */
-async function tap2Redis (t: Tap): Promise<Tap2Redis> {
-  const target = new URL(REDIS_URL)
-  const sockets = new Set<Socket>()
-  const chunks: string[] = []
-  let holding = false
-  const held: Array<() => void> = []
-  const server: Server = createServer((client) => {
-    const upstream = connect(Number(target.port || 6379), target.hostname)
-    for (const s of [client, upstream]) {
-      sockets.add(s)
-      s.on('error', () => {})
-      s.on('close', () => { sockets.delete(s); client.destroy(); upstream.destroy() })
-    }
-    client.on('data', (chunk: Buffer) => {
-      chunks.push(chunk.toString('latin1'))
-      upstream.write(chunk)
-    })
-    upstream.on('data', (chunk: Buffer) => {
-      if (holding) held.push(() => client.write(chunk))
-      else client.write(chunk)
-    })
-  })
-  return {
-    port: await listenProxy(t, server, sockets),
-    chunks,
-    hold: (on) => {
-      holding = on
-      if (!on) for (const go of held.splice(0)) go()
-    }
-  }
-}
-
-async function until (what: string, ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (ok()) return
-    await sleep(10)
-  }
-  throw new Error(`timed out waiting until ${what}`)
-}
-
-async function connected (t: Tap): Promise<{ proxy: Tap2Redis, conn: RedisConnection }> {
+async function connected (t: Tap): Promise<{ proxy: RedisProxy, conn: RedisConnection }> {
   const prefix = `toolgate-test:${randomUUID()}:`
   t.teardown(() => deleteByPrefix(prefix))
-  const proxy = await tap2Redis(t)
+  const proxy = await redisProxy(t)
   const conn = new RedisConnection({ connection: `redis://127.0.0.1:${proxy.port}`, prefix, commandTimeoutMs: 5000 })
   t.teardown(() => conn.close())
   await conn.call(() => conn.redis.set(conn.key('before'), '1'))
@@ -106,12 +56,12 @@ t.test('the commands sent in one turn of the event loop leave in one write', { s
 t.test('a command is sent while the one before it is still unanswered', { skip: noRedis }, async (t) => {
   const { proxy, conn } = await connected(t)
   proxy.chunks.length = 0
-  proxy.hold(true)
+  proxy.holdReplies(true)
   const first = conn.call(() => conn.redis.set(conn.key('k', 'first'), 'a'))
-  await until('the first command reached the proxy', () => setsIn(proxy.chunks, conn) === 1)
+  await waitFor(() => setsIn(proxy.chunks, conn) === 1, 'the first command to reach the proxy', 2000)
   const second = conn.call(() => conn.redis.set(conn.key('k', 'second'), 'b'))
   // ioredis' auto-pipelining wrote the second only once the first was answered: this waited in vain.
-  await until('the second command reached the proxy while the first is unanswered', () => setsIn(proxy.chunks, conn) === 2)
-  proxy.hold(false)
+  await waitFor(() => setsIn(proxy.chunks, conn) === 2, 'the second command to reach the proxy while the first is unanswered', 2000)
+  proxy.holdReplies(false)
   t.same(await Promise.all([first, second]), ['OK', 'OK'])
 })
