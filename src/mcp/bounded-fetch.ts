@@ -44,15 +44,16 @@ export interface BoundedCall { abort (reason: Error): void }
 export function boundedFetch (callLimit: number, calls: ReadonlyMap<string, BoundedCall>, base: FetchLike = fetch): FetchLike {
   return async (url, init) => {
     const res = await base(url, init)
+    const operationId = init?.method === 'POST' ? toolsCallOperation(init.body, calls) : null
+    // A tools/call answered as JSON of a declared length within the bound, and not compressed, is bounded by its
+    // framing already (the body ends at its Content-Length): it is handed on as it came, without a counting stream
+    // (and before its body is asked for: lean-fetch.ts makes a web stream of it only then).
+    if (operationId !== null && res.ok && withinLength(res.headers, callLimit) && mediaType(res.headers) === 'application/json') return res
     if (res.body === null) return res
     // The stream of server notifications: each event bounded, the stream as a whole not.
     if (init?.method === 'GET') return mediaType(res.headers) === 'text/event-stream' ? new Response(boundEvents(res.body, MAX_EVENT_BYTES), { status: res.status, statusText: res.statusText, headers: res.headers }) : res
     if (init?.method !== 'POST') return res
-    const operationId = toolsCallOperation(init.body, calls)
     const limit = operationId === null ? Math.max(MAX_OTHER_RESPONSE_BYTES, callLimit) : callLimit
-    // A tools/call answered as JSON of a declared length within the bound, and not compressed, is bounded by its
-    // framing already (the body ends at its Content-Length): it is handed on as it came, without a counting stream.
-    if (operationId !== null && res.ok && withinLength(res.headers, limit) && mediaType(res.headers) === 'application/json') return res
     let read = 0
     const counted = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
       transform (chunk, controller) {

@@ -15,6 +15,7 @@ import { type BoundedCall, MAX_OTHER_RESPONSE_BYTES, ResponseTooLargeError, boun
 import { classifyCallError, describeFailure } from './classify.js'
 import type { OAuthTokens } from './oauth.js'
 import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, boundedProblems } from './import.js'
+import { leanFetch } from './lean-fetch.js'
 import { ownSignals } from './request-signals.js'
 import { SlicedStdioClientTransport } from './sliced-stdio.js'
 
@@ -73,6 +74,9 @@ export interface CallHooks {
 /** The `_meta` key a server may name its call by in a request about it: the call's operation id, as sent in tools/call. */
 const OPERATION_META = 'toolgate/operationId'
 /** A call to a server that is not connected: it was not sent. */
+/** How a Streamable HTTP session's requests are sent (lean-fetch.ts, request-signals.ts). */
+const SEND = leanFetch(ownSignals(fetch))
+
 const UNAVAILABLE: ExecutorAnswer = Object.freeze({ kind: 'unsent', code: 'server_down' })
 
 /**
@@ -441,8 +445,9 @@ export class McpConnection {
     }
     return new StreamableHTTPClientTransport(new URL(def.url), {
       // The bearer token goes under the bound: a 401 answered and retried with a new token is not read.
-      // Each request gets a signal of its own (request-signals.ts): the session's would gather a listener per request.
-      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight, ownSignals(this.#oauth?.wrap(fetch) ?? fetch)),
+      // What the SDK sends goes by undici's request (lean-fetch.ts); anything else by fetch, each request with a
+      // signal of its own (request-signals.ts): the session's would gather a listener per request.
+      fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight, this.#oauth?.wrap(SEND) ?? SEND),
       ...(def.headers === undefined ? {} : { requestInit: { headers: def.headers } })
     })
   }

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Comparison } from '../../bench/compare.js'
+import type { McpComparison } from '../../bench/compare-mcp.js'
 import type { BenchResults } from '../../bench/results.js'
 import { REDIS_URL } from '../store/harness.js'
 import { benchTree, runNode, scratchDir } from './scratch.js'
@@ -85,4 +86,19 @@ t.test('the build comparison runs two builds in paired rounds and gives a ratio 
     t.ok(f.callsPerSec.every((x) => x > 0) && f.cpuUsPerBatch.every((x) => x > 0), 'each build completed batches and used CPU in every round')
   }
   t.ok(c.ratios.every((r) => Number.isFinite(r) && r > 0) && Number.isFinite(c.median), 'every ratio is a positive number')
+})
+
+t.test('the /mcp comparison runs two builds in paired rounds and gives a CPU ratio per round', async (t) => {
+  const out = benchTree()
+  // The same build twice, at tiny counts: that it runs and reports, never the figure.
+  const run = await runNode([join(out, 'bench', 'compare-mcp.js'), out, out, '--rounds', '2', '--calls', '15', '--warmup', '5', '--json'], 100_000)
+  t.equal(run.code, 0, `the comparison exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
+  const c = JSON.parse(run.stdout) as McpComparison
+  t.equal(c.cpuRatios.length, 2, 'a ratio per round')
+  for (const f of [c.a, c.b]) {
+    t.equal(f.p50Ms.length, 2)
+    t.ok(f.p50Ms.every((x) => x > 0) && f.cpuUsPerCall.every((x) => x > 0), 'each build answered calls and used CPU in every round')
+    t.ok(f.addedP50Ms.every((x) => Number.isFinite(x)))
+  }
+  t.ok(c.cpuRatios.every((r) => Number.isFinite(r) && r > 0) && Number.isFinite(c.medianCpuRatio), 'every ratio is a positive number')
 })

@@ -111,6 +111,7 @@ t.test('an action tool gets its receipt from structuredContent: committed, rejec
 
 t.test('header values and arguments never reach logs, metrics or the server views', async (t) => {
   t.ok(faults.headers.some((h) => h.authorization === HEADER_CANARY), 'the header was sent')
+  t.ok(faults.headers.some((h) => h['user-agent'] === 'toolgate'), 'by toolgate\'s own client (lean-fetch.ts), which names itself')
   const text = logs.join('')
   t.notOk(text.includes('canary-header-5d1e'), 'no header value in the logs')
   t.notOk(text.includes(ARGUMENT_CANARY), 'no argument in the logs')
