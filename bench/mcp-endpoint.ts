@@ -15,6 +15,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { ownSignals } from '../src/mcp/request-signals.js'
 import { type BenchChild, startChild } from './children.js'
 import { UPSTREAM_TOOL } from './mcp-servers.js'
 import { BENCH_KEY, type BenchSettings } from './settings.js'
@@ -55,7 +56,10 @@ interface Sessions { tool: string, clients: Client[], close: () => Promise<void>
 
 async function session (url: string, headers: Record<string, string>): Promise<Client> {
   const client = new Client({ name: 'bench', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }))
+  // Each request with a signal of its own, as toolgate's own client sends them: with the session's signal on every
+  // request, the SDK's client gathers an abort listener per call and counts them all again on each (request-signals.ts),
+  // so the load generator itself would slow as the session grows.
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: ownSignals(fetch) }))
   return client
 }
 

@@ -232,7 +232,8 @@ export class McpSession {
     if (message === null || inner === undefined || this.#lean.has(message.id) || busy(message.id)) return false
     hijack()
     this.#lean.take(message.id, res)
-    inner(message, { requestInfo: { headers: raw.headers, url: requestUrl(raw) } })
+    // The URL made only when a handler reads it (toolgate's do not).
+    inner(message, { requestInfo: { headers: raw.headers, get url () { return requestUrl(raw) } } })
     return true
   }
 

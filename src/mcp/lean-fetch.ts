@@ -82,12 +82,13 @@ const NULL_BODY: ReadonlySet<number> = new Set([204, 205, 304])
 
 /** The request's headers as undici takes them, with what fetch adds when the caller did not say. */
 function requestHeaders (given: RequestInit['headers'], hasBody: boolean): string[] {
-  const headers = new Headers(given)
-  if (!headers.has('accept')) headers.set('accept', '*/*')
-  if (hasBody && !headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8')
-  if (!headers.has('user-agent')) headers.set('user-agent', 'toolgate')
+  // The SDK gives a Headers (names valid and lower-cased already); anything else is made one.
+  const headers = given instanceof Headers ? given : new Headers(given)
   const flat: string[] = []
   for (const [name, value] of headers) flat.push(name, value)
+  if (!headers.has('accept')) flat.push('accept', '*/*')
+  if (hasBody && !headers.has('content-type')) flat.push('content-type', 'text/plain;charset=UTF-8')
+  if (!headers.has('user-agent')) flat.push('user-agent', 'toolgate')
   return flat
 }
 
