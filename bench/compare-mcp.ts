@@ -8,8 +8,8 @@
  *
  * Each <dist> is a built tree with the project's node_modules reachable
  * from it (as for compare.js). Each build runs its own upstream (the SDK's
- * server, one tool that answers at once) and its own toolgate, each started
- * from that build's bench/child.js. Rounds alternate which build goes
+ * server, one tool that answers at once) and its own toolgate (with the
+ * Node flags it ships with), each started from that build's bench/child.js. Rounds alternate which build goes
  * first; in each, a build answers `calls / 3` calls sent to its upstream
  * directly, then `calls` through its toolgate, one after another on one
  * session. The client is a few lines of JSON-RPC over undici, not the
@@ -28,7 +28,7 @@ import { request } from 'undici'
 import type * as children from './children.js'
 import { type BenchChild, killAll, trapSignals } from './children.js'
 import { integerOption } from './options.js'
-import { BENCH_KEY } from './settings.js'
+import { BENCH_KEY, TOOLGATE_NODE_FLAGS } from './settings.js'
 import { median, percentile } from './stats.js'
 
 export interface McpCompareOptions { rounds: number, calls: number, warmup: number, pin: boolean }
@@ -88,7 +88,7 @@ async function startSide (dist: string): Promise<Side> {
   const { UPSTREAM_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'mcp-servers.js')).href) as typeof import('./mcp-servers.js')
   const { IMPORTED_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'toolgate.js')).href) as typeof import('./toolgate.js')
   const upstream = await m.startChild('mcp-upstream', [], { startTimeoutMs: 60_000 })
-  const toolgate = await m.startChild('toolgate-mcp', [upstream.url, 'warn'], { startTimeoutMs: 60_000 })
+  const toolgate = await m.startChild('toolgate-mcp', [upstream.url, 'warn'], { startTimeoutMs: 60_000, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
   const auth = { authorization: `Bearer ${BENCH_KEY}` }
   const created = await request(`${toolgate.url}/v1/runs`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0 } }) })
   const { runId } = await created.body.json() as { runId: string }

@@ -18,7 +18,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ownSignals } from '../src/mcp/request-signals.js'
 import { type BenchChild, startChild } from './children.js'
 import { UPSTREAM_TOOL } from './mcp-servers.js'
-import { BENCH_KEY, type BenchSettings } from './settings.js'
+import { BENCH_KEY, type BenchSettings, TOOLGATE_NODE_FLAGS } from './settings.js'
 import { median, percentile, rotate, sig } from './stats.js'
 import { IMPORTED_TOOL } from './toolgate.js'
 
@@ -98,9 +98,11 @@ export async function measureMcpEndpoint (s: BenchSettings['mcpEndpoint'], logLe
   try {
     const upstream = await startChild('mcp-upstream', [], { startTimeoutMs: 60_000 })
     children.push(upstream)
+    // toolgate runs with the Node flags it ships with (`npm start`, the container), and the proxy with the same:
+    // the comparison is of the code, not of the tuning (as the relay and the floor are run).
     const [proxy, toolgate] = await Promise.all([
-      startChild('mcp-proxy', [upstream.url], { startTimeoutMs: 60_000 }),
-      startChild('toolgate-mcp', [upstream.url, logLevel], { startTimeoutMs: 60_000, nodeFlags: toolgateFlags })
+      startChild('mcp-proxy', [upstream.url], { startTimeoutMs: 60_000, nodeFlags: [...TOOLGATE_NODE_FLAGS] }),
+      startChild('toolgate-mcp', [upstream.url, logLevel], { startTimeoutMs: 60_000, nodeFlags: [...TOOLGATE_NODE_FLAGS, ...toolgateFlags] })
     ])
     children.push(proxy, toolgate)
     const urls: Per<string> = { direct: upstream.url, proxy: proxy.url, toolgate: `${toolgate.url}/mcp` }
