@@ -26,6 +26,8 @@ import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { request } from 'undici'
 import type * as children from './children.js'
+import type * as McpServers from './mcp-servers.js'
+import type * as ToolgateBench from './toolgate.js'
 import { type BenchChild, killAll, trapSignals } from './children.js'
 import { integerOption } from './options.js'
 import { BENCH_KEY, TOOLGATE_NODE_FLAGS } from './settings.js'
@@ -85,8 +87,8 @@ interface Side { upstream: BenchChild, toolgate: BenchChild, direct: Caller, thr
 
 async function startSide (dist: string): Promise<Side> {
   const m = await import(pathToFileURL(resolve(dist, 'bench', 'children.js')).href) as ChildModule
-  const { UPSTREAM_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'mcp-servers.js')).href) as typeof import('./mcp-servers.js')
-  const { IMPORTED_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'toolgate.js')).href) as typeof import('./toolgate.js')
+  const { UPSTREAM_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'mcp-servers.js')).href) as typeof McpServers
+  const { IMPORTED_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'toolgate.js')).href) as typeof ToolgateBench
   const upstream = await m.startChild('mcp-upstream', [], { startTimeoutMs: 60_000 })
   const toolgate = await m.startChild('toolgate-mcp', [upstream.url, 'warn'], { startTimeoutMs: 60_000, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
   const auth = { authorization: `Bearer ${BENCH_KEY}` }
