@@ -62,7 +62,7 @@ export function leanFetch (fallback: FetchLike): FetchLike {
     const nullBody = NULL_BODY.has(statusCode) || init?.method?.toUpperCase() === 'HEAD'
     if (nullBody) discard(answer.body)
     try {
-      return new LeanResponse(statusCode, answer.statusText ?? '', responseHeaders, nullBody ? null : decoded(answer.body, responseHeaders.get('content-encoding'), signal)) as unknown as Response
+      return new LeanResponse(statusCode, answer.statusText ?? '', responseHeaders, nullBody ? null : decoded(answer.body, responseHeaders.get('content-encoding'))) as unknown as Response
     } catch (err) {
       // A status text Response refuses.
       discard(answer.body)
@@ -92,8 +92,12 @@ function requestHeaders (given: RequestInit['headers'], hasBody: boolean): strin
   return flat
 }
 
-/** The body as sent, decoded as fetch decodes it (fetch asks for gzip and deflate; a server may send brotli unasked). */
-function decoded (body: Readable, coding: string | null, signal: AbortSignal | undefined): Readable {
+/**
+ * The body as sent, decoded as fetch decodes it (fetch asks for gzip and
+ * deflate; a server may send brotli unasked). An abort reaches the decoded
+ * stream as undici's error on the body.
+ */
+function decoded (body: Readable, coding: string | null): Readable {
   const codings = coding === null ? [] : coding.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity')
   let out = body
   // Codings are listed in the order they were applied: undone last first.
@@ -105,7 +109,6 @@ function decoded (body: Readable, coding: string | null, signal: AbortSignal | u
     from.on('error', (err) => step.destroy(err))
     out = from.pipe(step)
   }
-  if (out !== body && signal !== undefined) signal.addEventListener('abort', () => out.destroy(signal.reason as Error), { once: true })
   return out
 }
 

@@ -133,13 +133,23 @@ t.test('the signal keeps no listener once the answer is read', async (t) => {
   t.equal(getEventListeners(session.signal, 'abort').length, 0)
 })
 
-t.test('a compressed answer is decoded, as fetch decodes it', async (t) => {
-  const { base } = await server(t, (_req, res) => {
+t.test('a compressed answer is decoded, as fetch decodes it; an abort while it is read ends it with the reason', async (t) => {
+  const zipped = gzipSync(JSON_ANSWER)
+  const { base } = await server(t, (req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' })
-    res.end(gzipSync(JSON_ANSWER))
+    // Under /partial, half of it, and then nothing.
+    if (req.url === '/partial') res.write(zipped.subarray(0, zipped.length >> 1))
+    else res.end(zipped)
   })
-  const res = await leanFetch(noting().fetch)(base, { method: 'POST', body: '{}', redirect: 'manual' })
-  t.same(await res.json(), JSON.parse(JSON_ANSWER))
+  const lean = leanFetch(noting().fetch)
+  const session = new AbortController()
+  for (let i = 0; i < 20; i++) t.same(await (await lean(base, { method: 'POST', body: '{}', redirect: 'manual', signal: session.signal })).json(), JSON.parse(JSON_ANSWER))
+  t.equal(getEventListeners(session.signal, 'abort').length, 0, 'no listener is left on the signal')
+  const res = await lean(`${base}/partial`, { method: 'POST', body: '{}', redirect: 'manual', signal: session.signal })
+  const reading = res.text()
+  const reason = new Error('the session closed')
+  session.abort(reason)
+  await t.rejects(reading, reason)
 })
 
 t.test('a body-less answer: 204 and 202', async (t) => {
