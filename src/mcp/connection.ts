@@ -73,10 +73,9 @@ export interface CallHooks {
 }
 /** The `_meta` key a server may name its call by in a request about it: the call's operation id, as sent in tools/call. */
 const OPERATION_META = 'toolgate/operationId'
-/** A call to a server that is not connected: it was not sent. */
 /** How a Streamable HTTP session's requests are sent (lean-fetch.ts, request-signals.ts). */
 const SEND = leanFetch(ownSignals(fetch))
-
+/** A call to a server that is not connected: it was not sent. */
 const UNAVAILABLE: ExecutorAnswer = Object.freeze({ kind: 'unsent', code: 'server_down' })
 
 /**

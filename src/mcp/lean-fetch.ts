@@ -49,20 +49,24 @@ export function leanFetch (fallback: FetchLike): FetchLike {
       throw new TypeError('fetch failed', { cause: err })
     }
     const { statusCode, headers } = answer
-    if (statusCode < 200 || statusCode > 599 || (redirect === 'error' && REDIRECTS.has(statusCode))) {
+    const refused = statusCode < 200 || statusCode > 599 ? `unexpected HTTP status ${statusCode}` : redirect === 'error' && REDIRECTS.has(statusCode) ? 'unexpected redirect' : null
+    if (refused !== null) {
       discard(answer.body)
-      throw new TypeError('fetch failed', { cause: new Error(statusCode < 200 || statusCode > 599 ? `unexpected HTTP status ${statusCode}` : 'unexpected redirect') })
+      throw new TypeError('fetch failed', { cause: new Error(refused) })
     }
-    const responseHeaders = new Headers()
+    // The header pairs as undici parsed them: Response makes its Headers of them (once).
+    const pairs: Array<[string, string]> = []
     for (const name in headers) {
       const value = headers[name]
-      if (Array.isArray(value)) for (const v of value) responseHeaders.append(name, v)
-      else if (value !== undefined) responseHeaders.append(name, value)
+      if (Array.isArray(value)) for (const v of value) pairs.push([name, v])
+      else if (value !== undefined) pairs.push([name, value])
     }
     const nullBody = NULL_BODY.has(statusCode) || init?.method?.toUpperCase() === 'HEAD'
     if (nullBody) discard(answer.body)
     try {
-      return new LeanResponse(statusCode, answer.statusText ?? '', responseHeaders, nullBody ? null : decoded(answer.body, responseHeaders.get('content-encoding'))) as unknown as Response
+      const coding = headers['content-encoding']
+      const stream = nullBody ? null : decoded(answer.body, Array.isArray(coding) ? coding.join(',') : coding ?? null)
+      return new LeanResponse(statusCode, answer.statusText ?? '', pairs, stream) as unknown as Response
     } catch (err) {
       // A status text Response refuses.
       discard(answer.body)
@@ -142,7 +146,7 @@ class LeanResponse extends ResponseClass {
   #web: ReadableStream<Uint8Array> | null = null
   #used = false
 
-  constructor (status: number, statusText: string, headers: Headers, stream: Readable | null) {
+  constructor (status: number, statusText: string, headers: Array<[string, string]>, stream: Readable | null) {
     super(null, { status, statusText, headers })
     this.#stream = stream
   }
