@@ -3,7 +3,7 @@
  * remembered until it has exited, so `stopAll` (also run on SIGINT and
  * SIGTERM) leaves nothing behind.
  */
-import { type ChildProcess, fork } from 'node:child_process'
+import { type ChildProcess, execFileSync, fork } from 'node:child_process'
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ChildReply, ChildRequest } from './child.js'
@@ -138,6 +138,11 @@ export async function runScript (name: string, args: string[], nodeFlags: string
 }
 
 /** Kills every child still running (by pid) and waits for them to exit. */
+/** Gives a process (every thread of it) the given cores (Linux, taskset); throws where taskset is missing or refuses. */
+export function pin (pid: number, cores: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' })
+}
+
 export async function killAll (): Promise<void> {
   const procs = [...live]
   for (const proc of procs) proc.kill('SIGKILL')

@@ -19,7 +19,6 @@
  * process), and B's CPU per call over A's for each round. With --pin
  * (Linux, taskset) both toolgates get core 1 and everything else core 0.
  */
-import { execFileSync } from 'node:child_process'
 import { realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -28,7 +27,7 @@ import { request } from 'undici'
 import type * as children from './children.js'
 import type * as McpServers from './mcp-servers.js'
 import type * as ToolgateBench from './toolgate.js'
-import { type BenchChild, killAll, trapSignals } from './children.js'
+import { type BenchChild, killAll, pin, trapSignals } from './children.js'
 import { integerOption } from './options.js'
 import { BENCH_KEY, TOOLGATE_NODE_FLAGS } from './settings.js'
 import { median, percentile } from './stats.js'
@@ -110,10 +109,6 @@ async function timed (call: Caller, n: number): Promise<number[]> {
     times.push(performance.now() - t0)
   }
   return times
-}
-
-function pin (pid: number, cores: string): void {
-  execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' })
 }
 
 export async function compareMcp (distA: string, distB: string, opts: McpCompareOptions, log: (line: string) => void): Promise<McpComparison> {

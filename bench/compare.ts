@@ -16,13 +16,12 @@
  * not where the scheduler happened to put the processes. With --store both
  * builds run on that Redis, each under a key prefix of its own.
  */
-import { execFileSync } from 'node:child_process'
 import { realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import type * as children from './children.js'
-import { type BenchChild, killAll, startChild, trapSignals } from './children.js'
+import { type BenchChild, killAll, pin, startChild, trapSignals } from './children.js'
 import { serviceTarget } from './clients.js'
 import { closedLoop } from './load.js'
 import { integerOption } from './options.js'
@@ -59,11 +58,6 @@ export interface Comparison {
 }
 
 type ChildModule = typeof children
-
-/** Gives a process (every thread of it) the given cores. */
-function pin (pid: number, cores: string): void {
-  execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' })
-}
 
 export async function compareBuilds (distA: string, distB: string, opts: CompareOptions, log: (line: string) => void): Promise<Comparison> {
   trapSignals()

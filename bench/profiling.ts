@@ -10,10 +10,9 @@
  * say where it went: self time per batch by package, and toolgate's own
  * code by source file, side by side.
  */
-import { execFileSync } from 'node:child_process'
 import { mkdir, readdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { type BenchChild, killAll, startChild, trapSignals } from './children.js'
+import { type BenchChild, killAll, pin, startChild, trapSignals } from './children.js'
 import { serviceTarget } from './clients.js'
 import { closedLoop } from './load.js'
 import { type ProfileSummary, summarizeProfile } from './profile.js'
@@ -48,9 +47,9 @@ export interface ProfileReport {
 const hrUs = (): number => Number(process.hrtime.bigint() / 1000n)
 
 /** Pins a process (all its threads) to the given cores; false where taskset is missing or refuses. */
-function pin (pid: number, cores: string): boolean {
+function tryPin (pid: number, cores: string): boolean {
   try {
-    execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' })
+    pin(pid, cores)
     return true
   } catch {
     return false
@@ -65,7 +64,7 @@ export async function profileServices (root: string, dir: string, s: BenchSettin
   const redisUrl = 'url' in redis ? redis.url : null
   const runs: ProfileRun[] = []
   const executor = await startChild('executor', [])
-  const pinned = pin(process.pid, '0') && pin(executor.pid, '0')
+  const pinned = tryPin(process.pid, '0') && tryPin(executor.pid, '0')
   try {
     for (const batchSize of [1, 10]) {
       for (const service of PROFILED) {
@@ -76,7 +75,7 @@ export async function profileServices (root: string, dir: string, s: BenchSettin
         const child = await startChild(service === 'floor' ? 'floor' : 'toolgate', args, {
           nodeFlags: [...TOOLGATE_NODE_FLAGS, '--cpu-prof', '--cpu-prof-dir', outDir, '--cpu-prof-interval', '250']
         })
-        if (pinned) pin(child.pid, '1')
+        if (pinned) tryPin(child.pid, '1')
         runs.push(await profileOne(root, outDir, service, child, batchSize, s))
       }
     }

@@ -7,7 +7,7 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import type { Comparison } from '../../bench/compare.js'
 import { REDIS_URL } from '../store/harness.js'
-import { benchTree, runNode } from './scratch.js'
+import { benchTree, runReport } from './scratch.js'
 
 t.test('the build comparison runs both builds on the Redis store and leaves its database empty', async (t) => {
   const out = benchTree()
@@ -16,9 +16,7 @@ t.test('the build comparison runs both builds on the Redis store and leaves its 
   const redis = new Redis(url)
   t.teardown(() => redis.quit())
   await redis.set('left-before', '1')
-  const run = await runNode([join(out, 'bench', 'compare.js'), out, out, '--batch', '1', '--conns', '2', '--rounds', '2', '--window-ms', '100', '--warmup-ms', '50', '--store', url, '--json'], 100_000)
-  t.equal(run.code, 0, `the comparison exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
-  const c = JSON.parse(run.stdout) as Comparison
+  const c = await runReport<Comparison>(t, [join(out, 'bench', 'compare.js'), out, out, '--batch', '1', '--conns', '2', '--rounds', '2', '--window-ms', '100', '--warmup-ms', '50', '--store', url, '--json'], 100_000)
   t.equal(c.options.store, url)
   t.equal(c.ratios.length, 2, 'a ratio per round')
   for (const f of [c.a, c.b]) t.ok(f.callsPerSec.every((x) => x > 0), 'each build completed batches on Redis in every round')

@@ -30,6 +30,13 @@ export function runNode (args: string[], timeoutMs: number, extraEnv: Record<str
   }))
 }
 
+/** Runs a bench script that prints a JSON report, asserts that it exited cleanly, and answers the report. */
+export async function runReport<T> (t: { equal: (found: unknown, wanted: unknown, message: string) => unknown }, args: string[], timeoutMs: number): Promise<T> {
+  const run = await runNode(args, timeoutMs)
+  t.equal(run.code, 0, `the comparison exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
+  return JSON.parse(run.stdout) as T
+}
+
 /** The bench's sources as plain JavaScript: the shared build's root, to be read, never written into. */
 export function benchTree (): string {
   return builtService().dir

@@ -10,7 +10,7 @@ import type { Comparison } from '../../bench/compare.js'
 import type { McpComparison } from '../../bench/compare-mcp.js'
 import type { BenchResults } from '../../bench/results.js'
 import { REDIS_URL } from '../store/harness.js'
-import { benchTree, runNode, scratchDir } from './scratch.js'
+import { benchTree, runNode, runReport, scratchDir } from './scratch.js'
 
 // The whole bench at smoke counts, then a build comparison: over two minutes on a busy 2-core machine.
 t.setTimeout(300_000)
@@ -77,9 +77,7 @@ t.test('the smoke bench runs every measure against its reference and produces ev
 t.test('the build comparison runs two builds in paired rounds and gives a ratio per round', async (t) => {
   const out = benchTree()
   // The same build twice: what matters here is that it runs and reports, never the figure.
-  const run = await runNode([join(out, 'bench', 'compare.js'), out, out, '--batch', '2', '--conns', '2', '--rounds', '2', '--window-ms', '100', '--warmup-ms', '50', '--json'], 100_000)
-  t.equal(run.code, 0, `the comparison exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
-  const c = JSON.parse(run.stdout) as Comparison
+  const c = await runReport<Comparison>(t, [join(out, 'bench', 'compare.js'), out, out, '--batch', '2', '--conns', '2', '--rounds', '2', '--window-ms', '100', '--warmup-ms', '50', '--json'], 100_000)
   t.equal(c.ratios.length, 2, 'a ratio per round')
   for (const f of [c.a, c.b]) {
     t.equal(f.callsPerSec.length, 2)
@@ -91,9 +89,7 @@ t.test('the build comparison runs two builds in paired rounds and gives a ratio 
 t.test('the /mcp comparison runs two builds in paired rounds and gives a CPU ratio per round', async (t) => {
   const out = benchTree()
   // The same build twice, at tiny counts: that it runs and reports, never the figure.
-  const run = await runNode([join(out, 'bench', 'compare-mcp.js'), out, out, '--rounds', '2', '--calls', '15', '--warmup', '5', '--json'], 100_000)
-  t.equal(run.code, 0, `the comparison exits cleanly${run.code === 0 ? '' : `: ${run.stderr.slice(-2000)}`}`)
-  const c = JSON.parse(run.stdout) as McpComparison
+  const c = await runReport<McpComparison>(t, [join(out, 'bench', 'compare-mcp.js'), out, out, '--rounds', '2', '--calls', '15', '--warmup', '5', '--json'], 100_000)
   t.equal(c.cpuRatios.length, 2, 'a ratio per round')
   for (const f of [c.a, c.b]) {
     t.equal(f.p50Ms.length, 2)
