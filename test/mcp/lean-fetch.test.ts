@@ -80,6 +80,23 @@ t.test('an SSE answer is a web stream read as it comes', async (t) => {
   t.match(rest, /"b":2/)
 })
 
+t.test('cancelling a body still coming stops the exchange: the server sees its connection close', async (t) => {
+  let closed = (): void => {}
+  const gone = new Promise<void>((resolve) => { closed = resolve })
+  const { base } = await server(t, (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' })
+    res.write('event: message\ndata: {"a":1}\n\n')
+    req.socket.once('close', () => { closed() })
+  })
+  const session = new AbortController()
+  const res = await leanFetch(noting().fetch)(base, { method: 'GET', redirect: 'manual', signal: session.signal })
+  const reader = res.body!.getReader()
+  t.ok((await reader.read()).value, 'the first event is read')
+  await reader.cancel()
+  await gone
+  t.equal(getEventListeners(session.signal, 'abort').length, 0, 'no listener is left on the signal')
+})
+
 t.test('redirects are answered, never followed; under redirect: error one fails as fetch fails', async (t) => {
   const { base, seen } = await server(t, (_req, res) => { res.writeHead(307, { location: '/elsewhere' }); res.end() })
   const lean = leanFetch(noting().fetch)
