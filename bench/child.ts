@@ -8,7 +8,7 @@
  */
 
 /** Messages from the parent. */
-/** `probe` is answered by bench/tail-probe.ts when it was preloaded, never by this file. */
+/** `probe` is answered by the probe preloaded into it (bench/tail-probe.ts, bench/mcp-steps-probe.ts), never by this file. */
 export type ChildRequest = { type: 'stop' } | { type: 'cpu', id: number } | { type: 'probe', id: number }
 /** Messages to the parent. */
 export type ChildReply =

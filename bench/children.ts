@@ -23,8 +23,11 @@ export interface BenchChild {
    * so far (ms).
    */
   cpu (): Promise<ChildUsage>
-  /** What bench/tail-probe.ts noted since the last ask; only a child started with it preloaded answers. */
-  probe (): Promise<ProbeAnswer>
+  /**
+   * What the probe preloaded into it noted since the last ask (bench/tail-probe.ts by default,
+   * or bench/mcp-steps-probe.ts); only a child started with one answers.
+   */
+  probe<T extends { type: 'probe', id: number } = ProbeAnswer> (): Promise<T>
   /** Asks it to exit; kills it (by its pid) if it has not within `graceMs`. */
   stop (graceMs?: number): Promise<void>
 }
@@ -92,10 +95,10 @@ export async function startChild (role: string, args: string[], opts: ChildOptio
         else proc.send({ type: 'cpu', id } satisfies ChildRequest)
       })
     },
-    probe () {
+    probe<T extends { type: 'probe', id: number }> () {
       const id = ++nextId
-      return new Promise((resolve, reject) => {
-        const onMessage = (msg: ChildReply | ProbeAnswer): void => {
+      return new Promise<T>((resolve, reject) => {
+        const onMessage = (msg: ChildReply | T): void => {
           if (msg.type !== 'probe' || msg.id !== id) return
           proc.off('message', onMessage)
           resolve(msg)

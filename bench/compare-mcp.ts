@@ -55,13 +55,13 @@ export interface McpComparison {
 
 type ChildModule = typeof children
 /** One call; rejects unless it answered a result without isError. */
-type Caller = () => Promise<void>
+export type Caller = () => Promise<void>
 
 const ACCEPT = 'application/json, text/event-stream'
 const PROTOCOL_VERSION = '2025-06-18'
 
 /** A session on `url`: initialized, then a caller of `tool` with a new argument each time (no loop rule stops it). */
-async function session (url: string, headers: Record<string, string>, tool: string): Promise<Caller> {
+export async function session (url: string, headers: Record<string, string>, tool: string): Promise<Caller> {
   const sent: Record<string, string> = { ...headers, accept: ACCEPT, 'content-type': 'application/json' }
   let id = 0
   const rpc = async (message: object): Promise<string> => {
@@ -101,7 +101,7 @@ async function startSide (dist: string): Promise<Side> {
   }
 }
 
-async function timed (call: Caller, n: number): Promise<number[]> {
+export async function timed (call: Caller, n: number): Promise<number[]> {
   const times: number[] = []
   for (let i = 0; i < n; i++) {
     const t0 = performance.now()

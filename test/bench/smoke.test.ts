@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import type { Comparison } from '../../bench/compare.js'
 import type { McpComparison } from '../../bench/compare-mcp.js'
+import type { McpSteps } from '../../bench/mcp-steps.js'
 import type { BenchResults } from '../../bench/results.js'
 import { REDIS_URL } from '../store/harness.js'
 import { benchTree, runNode, runReport, scratchDir } from './scratch.js'
@@ -97,4 +98,14 @@ t.test('the /mcp comparison runs two builds in paired rounds and gives a CPU rat
     t.ok(f.addedP50Ms.every((x) => Number.isFinite(x)))
   }
   t.ok(c.cpuRatios.every((r) => Number.isFinite(r) && r > 0) && Number.isFinite(c.medianCpuRatio), 'every ratio is a positive number')
+})
+
+t.test('the /mcp call step by step: every step of toolgate\'s process timed, for calls the probe saw whole', async (t) => {
+  const out = benchTree()
+  const r = await runReport<McpSteps>(t, [join(out, 'bench', 'mcp-steps.js'), '--calls', '30', '--warmup', '10', '--json'], 100_000)
+  t.ok(r.timed > 0 && r.timed <= 30, 'the probe timed calls whole, no more than were sent')
+  t.same(r.steps.map((s) => s.to), ['upstream created', 'upstream written', 'upstream head', 'upstream end', 'out'], 'a step per mark, in order')
+  t.ok(r.steps.every((s) => Number.isFinite(s.medianUs) && s.medianUs >= 0), 'every step took a time')
+  t.ok(r.insideUs >= Math.max(...r.steps.map((s) => s.medianUs)), 'the whole is at least its longest step')
+  t.ok(r.p50ThroughMs > 0 && r.p50DirectMs > 0 && r.cpuUsPerCall > 0)
 })

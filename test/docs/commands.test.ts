@@ -66,7 +66,8 @@ const NOT_RUN: Array<Claim & { why: string }> = [
   { page: 'docs/performance.md', has: 'instructions.js', why: 'counts instructions under valgrind for about ten minutes' },
   { page: 'docs/performance.md', has: 'guard-cost.js', why: 'counts instructions under valgrind, 18 processes of some 5,000 batches each for about an hour' },
   { page: 'docs/performance.md', has: 'run.js --mcp-endpoint', why: 'the /mcp bench rows, minutes under load; test/bench/smoke.test.ts measures the same rows in their smoke form' },
-  { page: 'docs/performance.md', has: 'compare-mcp.js', why: 'compares two builds\' /mcp for minutes; test/bench/smoke.test.ts runs it at tiny counts' }
+  { page: 'docs/performance.md', has: 'compare-mcp.js', why: 'compares two builds\' /mcp for minutes; test/bench/smoke.test.ts runs it at tiny counts' },
+  { page: 'docs/performance.md', has: 'mcp-steps.js', why: 'times 3,000 /mcp calls step by step, under a minute under load; test/bench/smoke.test.ts runs it at tiny counts' }
 ]
 
 interface Scenario {
