@@ -92,6 +92,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart (controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusText?: string): void {
+    // An informational answer (103 Early Hints, say) comes before the answer itself, which fetch waits for.
+    if (statusCode >= 100 && statusCode < 200 && statusCode !== 101) return
     const refused = statusCode < 200 || statusCode > 599 ? `unexpected HTTP status ${statusCode}` : this.#redirect === 'error' && REDIRECTS.has(statusCode) ? 'unexpected redirect' : null
     if (refused !== null) {
       this.#fail(new TypeError('fetch failed', { cause: new Error(refused) }))

@@ -62,6 +62,17 @@ t.test('a POST as the SDK sends it: headers and body arrive whole, the JSON answ
   t.same(fallback.given, [], 'nothing went to the fallback')
 })
 
+t.test('an informational answer before the answer (103 Early Hints) is passed over, as fetch passes it', async (t) => {
+  const { base } = await server(t, (_req, res) => {
+    res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' })
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON_ANSWER)
+  })
+  const res = await leanFetch(noting().fetch)(base, { method: 'POST', body: '{}', redirect: 'manual' })
+  t.equal(res.status, 200)
+  t.same(await res.json(), JSON.parse(JSON_ANSWER))
+})
+
 t.test('an SSE answer is a web stream read as it comes', async (t) => {
   let finish = (): void => {}
   const { base } = await server(t, (_req, res) => {
