@@ -75,17 +75,17 @@ export class Arrival {
       return Promise.resolve(CANCELLED)
     }
     const turn = new Promise<Turn>((resolve) => { this.#resolve = resolve })
-    if (signal !== undefined) {
-      const onAbort = (): void => {
-        if (this.state !== 'waiting') return
-        this.#resolve?.(CANCELLED)
-        this.#resolve = null
-        this.leave()
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-      void turn.then(() => signal.removeEventListener('abort', onAbort))
-    }
     this.#schedule.pump()
+    // Its turn came at once (the common case: nothing ahead of it): there is no wait to cancel.
+    if (signal === undefined || this.#resolve === null) return turn
+    const onAbort = (): void => {
+      if (this.state !== 'waiting') return
+      this.#resolve?.(CANCELLED)
+      this.#resolve = null
+      this.leave()
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    void turn.then(() => signal.removeEventListener('abort', onAbort))
     return turn
   }
 

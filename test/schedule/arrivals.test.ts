@@ -3,6 +3,7 @@
  * step by step: which call may start, in what order, and what an uncertain
  * write blocks.
  */
+import { getEventListeners } from 'node:events'
 import t from 'tap'
 import { type Arrival, type ArrivalClass, ArrivalSchedule, type Turn } from '../../src/schedule/arrivals.js'
 
@@ -118,6 +119,21 @@ t.test('a call cancelled while it waits gets no turn and holds nothing back', as
   t.equal(after.turn()?.kind, 'go')
   after.a.settled(null)
   t.equal(s.idle, true)
+})
+
+t.test('a call whose turn comes at once leaves nothing on its signal; one that waits listens until its turn', async (t) => {
+  const s = new ArrivalSchedule()
+  const first = new AbortController()
+  const running = call(s, cls({ maxConcurrent: 1 }), first.signal)
+  t.equal(getEventListeners(first.signal, 'abort').length, 0, 'the first call went at once: no listener')
+  const second = new AbortController()
+  const waiting = call(s, cls({ maxConcurrent: 1 }), second.signal)
+  t.equal(getEventListeners(second.signal, 'abort').length, 1, 'the second waits for the slot, cancellable')
+  await running.started
+  running.a.settled(null)
+  t.equal((await waiting.started).kind, 'go')
+  await tick()
+  t.equal(getEventListeners(second.signal, 'abort').length, 0, 'its turn came: the listener is gone')
 })
 
 t.test('a call that runs alone waits for every earlier call, and every later one waits for it', async (t) => {
