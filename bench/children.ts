@@ -140,12 +140,12 @@ export async function runScript (name: string, args: string[], nodeFlags: string
   }
 }
 
-/** Kills every child still running (by pid) and waits for them to exit. */
 /** Gives a process (every thread of it) the given cores (Linux, taskset); throws where taskset is missing or refuses. */
 export function pin (pid: number, cores: string): void {
   execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' })
 }
 
+/** Kills every child still running (by pid) and waits for them to exit. */
 export async function killAll (): Promise<void> {
   const procs = [...live]
   for (const proc of procs) proc.kill('SIGKILL')

@@ -61,7 +61,7 @@ const ACCEPT = 'application/json, text/event-stream'
 const PROTOCOL_VERSION = '2025-06-18'
 
 /** A session on `url`: initialized, then a caller of `tool` with a new argument each time (no loop rule stops it). */
-export async function session (url: string, headers: Record<string, string>, tool: string): Promise<Caller> {
+async function session (url: string, headers: Record<string, string>, tool: string): Promise<Caller> {
   const sent: Record<string, string> = { ...headers, accept: ACCEPT, 'content-type': 'application/json' }
   let id = 0
   const rpc = async (message: object): Promise<string> => {
@@ -82,14 +82,16 @@ export async function session (url: string, headers: Record<string, string>, too
   }
 }
 
-interface Side { upstream: BenchChild, toolgate: BenchChild, direct: Caller, through: Caller }
+/** One build's processes: its upstream, its toolgate (a run created on it), and a session on each. */
+export interface Side { upstream: BenchChild, toolgate: BenchChild, direct: Caller, through: Caller }
 
-async function startSide (dist: string): Promise<Side> {
+/** Starts the build in `dist`: its toolgate with the Node flags it ships with, and `nodeFlags` after them. */
+export async function startSide (dist: string, nodeFlags: readonly string[] = []): Promise<Side> {
   const m = await import(pathToFileURL(resolve(dist, 'bench', 'children.js')).href) as ChildModule
   const { UPSTREAM_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'mcp-servers.js')).href) as typeof McpServers
   const { IMPORTED_TOOL } = await import(pathToFileURL(resolve(dist, 'bench', 'toolgate.js')).href) as typeof ToolgateBench
   const upstream = await m.startChild('mcp-upstream', [], { startTimeoutMs: 60_000 })
-  const toolgate = await m.startChild('toolgate-mcp', [upstream.url, 'warn'], { startTimeoutMs: 60_000, nodeFlags: [...TOOLGATE_NODE_FLAGS] })
+  const toolgate = await m.startChild('toolgate-mcp', [upstream.url, 'warn'], { startTimeoutMs: 60_000, nodeFlags: [...TOOLGATE_NODE_FLAGS, ...nodeFlags] })
   const auth = { authorization: `Bearer ${BENCH_KEY}` }
   const created = await request(`${toolgate.url}/v1/runs`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0 } }) })
   const { runId } = await created.body.json() as { runId: string }

@@ -18,15 +18,11 @@ import { realpathSync } from 'node:fs'
 import { extname } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
-import { request } from 'undici'
-import { type BenchChild, killAll, pin, startChild, trapSignals } from './children.js'
-import { session, timed } from './compare-mcp.js'
-import { UPSTREAM_TOOL } from './mcp-servers.js'
+import { killAll, pin, trapSignals } from './children.js'
+import { type Side, startSide, timed } from './compare-mcp.js'
 import { MARKS, type StepsAnswer } from './mcp-steps-probe.js'
 import { integerOption } from './options.js'
-import { BENCH_KEY, TOOLGATE_NODE_FLAGS } from './settings.js'
 import { percentile } from './stats.js'
-import { IMPORTED_TOOL } from './toolgate.js'
 
 const PROBE = fileURLToPath(new URL(`./mcp-steps-probe${extname(fileURLToPath(import.meta.url))}`, import.meta.url))
 
@@ -48,22 +44,16 @@ export interface McpSteps {
 
 export async function mcpSteps (opts: McpStepsOptions): Promise<McpSteps> {
   trapSignals()
-  const children: BenchChild[] = []
+  let side: Side | undefined
   try {
-    const upstream = await startChild('mcp-upstream', [], { startTimeoutMs: 60_000 })
-    children.push(upstream)
-    const toolgate = await startChild('toolgate-mcp', [upstream.url, 'warn'], { startTimeoutMs: 60_000, nodeFlags: [...TOOLGATE_NODE_FLAGS, '--import', PROBE] })
-    children.push(toolgate)
+    // This build's own tree (dist/, or the tests' build of it), its toolgate with the probe preloaded.
+    side = await startSide(fileURLToPath(new URL('..', import.meta.url)), ['--import', PROBE])
+    const { upstream, toolgate, direct, through } = side
     if (opts.pin) {
       pin(process.pid, '0')
       pin(upstream.pid, '0')
       pin(toolgate.pid, '1')
     }
-    const auth = { authorization: `Bearer ${BENCH_KEY}` }
-    const created = await request(`${toolgate.url}/v1/runs`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ limits: { exactToolRepeatAdvisoryThreshold: 0, exactToolRepeatTerminationThreshold: 0 } }) })
-    const { runId } = await created.body.json() as { runId: string }
-    const direct = await session(upstream.url, {}, UPSTREAM_TOOL)
-    const through = await session(`${toolgate.url}/v1/runs/${runId}/mcp`, auth, IMPORTED_TOOL)
     await timed(direct, opts.warmup)
     await timed(through, opts.warmup)
     const p50DirectMs = percentile(await timed(direct, Math.max(1, Math.round(opts.calls / 3))), 50)
@@ -77,7 +67,8 @@ export async function mcpSteps (opts: McpStepsOptions): Promise<McpSteps> {
     const steps = MARKS.slice(1).map((to, i) => ({ from: MARKS[i]!, to, medianUs: medianUs((c) => c[i]! - (i === 0 ? 0 : c[i - 1]!)) }))
     return { options: opts, timed: calls.length, steps, insideUs: medianUs((c) => c.at(-1)!), p50DirectMs, p50ThroughMs, cpuUsPerCall }
   } finally {
-    for (const c of children.reverse()) await c.stop()
+    await side?.toolgate.stop()
+    await side?.upstream.stop()
     await killAll()
   }
 }

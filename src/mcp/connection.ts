@@ -444,7 +444,7 @@ export class McpConnection {
     }
     return new StreamableHTTPClientTransport(new URL(def.url), {
       // The bearer token goes under the bound: a 401 answered and retried with a new token is not read.
-      // What the SDK sends goes by undici's request (lean-fetch.ts); anything else by fetch, each request with a
+      // What the SDK sends goes as one undici dispatch (lean-fetch.ts); anything else by fetch, each request with a
       // signal of its own (request-signals.ts): the session's would gather a listener per request.
       fetch: boundedFetch(this.#maxResponseBytes, this.#inFlight, this.#oauth?.wrap(SEND) ?? SEND),
       ...(def.headers === undefined ? {} : { requestInit: { headers: def.headers } })

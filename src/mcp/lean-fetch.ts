@@ -17,12 +17,13 @@
  * answers a `Response` whose body is the socket's chunks as they came: the
  * SDK's `text()` or `json()` joins them, and a web stream is made only when
  * the body itself is asked for (an SSE answer, the GET stream of
- * notifications), paused while nobody reads it. It behaves as fetch does where the SDK and toolgate
- * can tell: a failure to connect or send rejects with fetch's `TypeError`
- * carrying the cause (classify.ts reads its code), an abort with the
- * signal's reason, a redirect under `redirect: 'error'` with a `TypeError`,
- * a gzip, deflate or brotli answer is decoded. Anything else (a stream or
- * form body, a redirect to follow) goes to `fallback`.
+ * notifications), paused while nobody reads it. It behaves as fetch does
+ * where the SDK and toolgate can tell: a failure to connect or send rejects
+ * with fetch's `TypeError` carrying the cause (classify.ts reads its code),
+ * an abort with the signal's reason, a redirect under `redirect: 'error'`
+ * with a `TypeError`; an informational answer is passed over; a gzip,
+ * deflate or brotli answer is decoded. Anything else (a stream or form body,
+ * a redirect to follow) goes to `fallback`.
  */
 import { PassThrough, type Readable } from 'node:stream'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
@@ -265,7 +266,6 @@ class Chunks {
 /** How much of an answer nobody reads yet is held before the socket pauses. */
 const HIGH_WATER = 64 * 1024
 
-/** Drops an answer's body unread (undici's stream errs when destroyed before its end: nobody listens any more). */
 const REDIRECTS: ReadonlySet<number> = new Set([301, 302, 303, 307, 308])
 const NULL_BODY: ReadonlySet<number> = new Set([204, 205, 304])
 

@@ -11,9 +11,9 @@
  * once per content of the sources: under the system's temp directory,
  * named by a hash of every source file, the TypeScript version and this
  * file, and shared by every test process (written to a directory of its
- * own and renamed into place, so no process sees half a build). A build nobody has used for a day is removed. Tests
- * read the build and never write into it: files of their own go in a
- * directory of their own.
+ * own and renamed into place, so no process sees half a build). A build
+ * nobody has used for a day is removed. Tests read the build and never
+ * write into it: files of their own go in a directory of their own.
  */
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
