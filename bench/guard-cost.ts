@@ -31,7 +31,7 @@ import { parseArgs, promisify } from 'node:util'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { compilerInstructions, instructionTotal } from './instructions.js'
+import { collectorInstructions, compilerInstructions, instructionTotal } from './instructions.js'
 import { integerOption } from './options.js'
 
 const execFileText = promisify(execFile)
@@ -57,12 +57,6 @@ export interface PerBatch {
   rest: number
   /** `rest` less the collections (`Heap::CollectGarbage`): the batch's own work (incremental marking steps stay in). */
   own: number
-}
-
-/** The collector's instructions, from `callgrind_annotate --inclusive=yes`: the line of `Heap::CollectGarbage`, the way into every collection. */
-export function collectorInstructions (annotated: string): number | null {
-  const m = /^\s*([\d,]+)\s+\([\s\d.]+%\)\s+\S*?v8::internal::Heap::CollectGarbage\(/m.exec(annotated)
-  return m === null ? null : Number(m[1]!.replaceAll(',', ''))
 }
 
 /**

@@ -22,7 +22,14 @@
  * each figure is split: the instructions V8's optimizing compiler ran
  * (callgrind's inclusive cost of `GetOrCompileOptimized`, the one way into
  * it), and the rest, the batch's own work and the collector's. The rest is
- * what a warm service pays per batch; the total is what this run paid.
+ * what a warm service pays per batch; the total is what this run paid. The
+ * rest is split again: the collections (the inclusive cost of
+ * `Heap::CollectGarbage`, every stop-the-world collection) and the batch's
+ * own work (incremental marking steps stay in it). A collection is a lump of tens of millions of instructions, so
+ * one more or one fewer in a build's counted window moves its rest by a
+ * percent or two at one call a batch; the own work is the figure a small
+ * change moves by itself (what it allocates shows in how often the
+ * collections come, over longer windows).
  *
  * What this does not see: sockets, the HTTP executor, and time the same
  * instructions take longer (cache misses, a busy machine). Two runs go at a
@@ -51,6 +58,8 @@ export interface RunCount {
   total: number
   /** Those of V8's optimizing compiler; null where callgrind_annotate could not name it. */
   compiler: number | null
+  /** Those of the stop-the-world collections (`Heap::CollectGarbage`); 0 where none ran. */
+  collector: number
 }
 
 export interface BuildInstructions {
@@ -62,6 +71,9 @@ export interface BuildInstructions {
   /** Per iteration: the optimizing compiler's share, and the rest (null when the share is unknown). */
   compilerPerIteration: number | null
   restPerIteration: number | null
+  /** Per iteration: the collections' share of the rest, and the rest without them: the batch's own work. */
+  collectorPerIteration: number
+  ownPerIteration: number | null
 }
 
 export interface InstructionComparison {
@@ -72,6 +84,8 @@ export interface InstructionComparison {
   ratio: number
   /** The same without the optimizing compiler's. */
   restRatio: number | null
+  /** The same without the compiler's and the collections': the batch's own work. */
+  ownRatio: number | null
 }
 
 /** The total callgrind prints as `==pid== I   refs:      9,550,968,862`. */
@@ -97,11 +111,33 @@ export function compilerInstructions (annotated: string): number | null {
   return m === null ? null : Number(m[1]!.replaceAll(',', ''))
 }
 
+/**
+ * The stop-the-world collections' instructions, from the same listing: the
+ * line of `Heap::CollectGarbage`, through which every scavenge and every
+ * mark-compact's pause goes. Null when no line names it (nothing was
+ * collected in the run).
+ */
+export function collectorInstructions (annotated: string): number | null {
+  const m = /^\s*([\d,]+)\s+\([\s\d.]+%\)\s+\S*?v8::internal::Heap::CollectGarbage\(/m.exec(annotated)
+  return m === null ? null : Number(m[1]!.replaceAll(',', ''))
+}
+
 /** One build's figures from its short and long run. */
 export function buildInstructions (dist: string, short: RunCount, long: RunCount, opts: InstructionOptions): BuildInstructions {
   const compiler = short.compiler === null || long.compiler === null ? null : perIteration(short.compiler, long.compiler, opts)
   const total = perIteration(short.total, long.total, opts)
-  return { dist, short: short.total, long: long.total, perIteration: total, compilerPerIteration: compiler, restPerIteration: compiler === null ? null : total - compiler }
+  const collector = perIteration(short.collector, long.collector, opts)
+  const rest = compiler === null ? null : total - compiler
+  return {
+    dist,
+    short: short.total,
+    long: long.total,
+    perIteration: total,
+    compilerPerIteration: compiler,
+    restPerIteration: rest,
+    collectorPerIteration: collector,
+    ownPerIteration: rest === null ? null : rest - collector
+  }
 }
 
 const execFileText = promisify(execFile)
@@ -129,7 +165,7 @@ export async function valgrindTotal (args: readonly string[], expected: string, 
   })
 }
 
-/** Runs the child under callgrind: the instructions it executed, in all and in the optimizing compiler. */
+/** Runs the child under callgrind: the instructions it executed, in all, in the optimizing compiler and in the collections. */
 async function count (dist: string, iterations: number, opts: InstructionOptions, outFile: string): Promise<RunCount> {
   const args = [
     '--tool=callgrind',
@@ -142,7 +178,7 @@ async function count (dist: string, iterations: number, opts: InstructionOptions
   ]
   const total = await valgrindTotal(args, String(iterations), `the counted run of ${dist}`)
   const annotated = await execFileText('callgrind_annotate', ['--inclusive=yes', '--threshold=100', outFile], { maxBuffer: 256 * 1024 * 1024 })
-  return { total, compiler: compilerInstructions(annotated.stdout) }
+  return { total, compiler: compilerInstructions(annotated.stdout), collector: collectorInstructions(annotated.stdout) ?? 0 }
 }
 
 /**
@@ -165,8 +201,8 @@ export async function compareInstructions (distA: string, distB: string, opts: I
       builds.push(buildInstructions(dist, short, long, opts))
     }
     const [a, b] = builds as [BuildInstructions, BuildInstructions]
-    const restRatio = a.restPerIteration === null || b.restPerIteration === null ? null : b.restPerIteration / a.restPerIteration
-    return { options: opts, a, b, ratio: b.perIteration / a.perIteration, restRatio }
+    const over = (x: number | null, y: number | null): number | null => x === null || y === null ? null : y / x
+    return { options: opts, a, b, ratio: b.perIteration / a.perIteration, restRatio: over(a.restPerIteration, b.restPerIteration), ownRatio: over(a.ownPerIteration, b.ownPerIteration) }
   } finally {
     if (keep === undefined) await rm(folder, { recursive: true, force: true })
   }
@@ -175,17 +211,18 @@ export async function compareInstructions (distA: string, distB: string, opts: I
 export function instructionsMarkdown (c: InstructionComparison): string {
   const o = c.options
   const n = (x: number | null): string => x === null ? 'n/a' : Math.round(x).toLocaleString('en-US')
+  const r = (x: number | null): string => x === null ? 'n/a' : x.toFixed(4)
   const row = (name: string, f: BuildInstructions): string =>
-    `| ${name} | ${f.dist} | ${n(f.short)} | ${n(f.long)} | ${n(f.perIteration)} | ${n(f.compilerPerIteration)} | ${n(f.restPerIteration)} |`
+    `| ${name} | ${f.dist} | ${n(f.short)} | ${n(f.long)} | ${n(f.perIteration)} | ${n(f.compilerPerIteration)} | ${n(f.restPerIteration)} | ${n(f.collectorPerIteration)} | ${n(f.ownPerIteration)} |`
   return [
     `Instructions per iteration (create a run, one ${o.batchSize}-call batch, end the run), from ${o.warmup} + ${o.short} and ${o.warmup} + ${o.long} iterations under callgrind.`,
     '',
-    `| build | dist | total, ${o.short} | total, ${o.long} | per iteration | optimizing compiler | the rest |`,
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
+    `| build | dist | total, ${o.short} | total, ${o.long} | per iteration | optimizing compiler | the rest | of it, collections | of it, own work |`,
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     row('A', c.a),
     row('B', c.b),
     '',
-    `B / A: **${c.ratio.toFixed(4)}** in all, **${c.restRatio === null ? 'n/a' : c.restRatio.toFixed(4)}** without the optimizing compiler`
+    `B / A: **${r(c.ratio)}** in all, **${r(c.restRatio)}** without the optimizing compiler, **${r(c.ownRatio)}** without the compiler and the collections (the batch's own work)`
   ].join('\n')
 }
 

@@ -2,12 +2,13 @@
  * `instructions.js`: two builds compared by instructions counted under
  * callgrind. The counted runs take minutes under valgrind, so the suite
  * holds the parts that can go wrong without it: reading callgrind's total
- * and the optimizing compiler's share, the per-iteration arithmetic, the child that drives a build (run here
- * without valgrind), and a clear error where valgrind is missing.
+ * and the optimizing compiler's and the collections' shares, the
+ * per-iteration arithmetic, the child that drives a build (run here without
+ * valgrind), and a clear error where valgrind is missing.
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { buildInstructions, compareInstructions, compilerInstructions, instructionTotal, perIteration } from '../../bench/instructions.js'
+import { buildInstructions, collectorInstructions, compareInstructions, compilerInstructions, instructionTotal, perIteration } from '../../bench/instructions.js'
 import { benchTree, runNode } from './scratch.js'
 
 t.test("callgrind's instruction total is read from its summary line", async (t) => {
@@ -35,16 +36,20 @@ t.test("the optimizing compiler's instructions are read from callgrind_annotate'
   t.equal(compilerInstructions(listing), 5_599_011_238)
   t.equal(compilerInstructions(listing.replace('(anonymous namespace)::', '')), 5_599_011_238, 'a build that names it without the namespace')
   t.equal(compilerInstructions('14,528,613,617 (100.0%)  PROGRAM TOTALS'), null, 'null where no line names it')
+  t.equal(collectorInstructions(listing), 953_379_992, "the collections' from Heap::CollectGarbage's line")
+  t.equal(collectorInstructions('14,528,613,617 (100.0%)  PROGRAM TOTALS'), null, 'null where nothing was collected')
 })
 
-t.test("a build's figures: per iteration in all, the compiler's share and the rest", async (t) => {
+t.test("a build's figures: per iteration in all, the compiler's share, the rest, the collections' share of it and the own work", async (t) => {
   const opts = { batchSize: 10, warmup: 2000, short: 200, long: 2200 }
-  const f = buildInstructions('dist', { total: 10_000_000_000, compiler: 1_000_000_000 }, { total: 22_000_000_000, compiler: 1_400_000_000 }, opts)
-  t.same(f, { dist: 'dist', short: 10_000_000_000, long: 22_000_000_000, perIteration: 6_000_000, compilerPerIteration: 200_000, restPerIteration: 5_800_000 })
-  const unknown = buildInstructions('dist', { total: 10_000_000_000, compiler: null }, { total: 22_000_000_000, compiler: 1_400_000_000 }, opts)
+  const f = buildInstructions('dist', { total: 10_000_000_000, compiler: 1_000_000_000, collector: 300_000_000 }, { total: 22_000_000_000, compiler: 1_400_000_000, collector: 900_000_000 }, opts)
+  t.same(f, { dist: 'dist', short: 10_000_000_000, long: 22_000_000_000, perIteration: 6_000_000, compilerPerIteration: 200_000, restPerIteration: 5_800_000, collectorPerIteration: 300_000, ownPerIteration: 5_500_000 })
+  const unknown = buildInstructions('dist', { total: 10_000_000_000, compiler: null, collector: 0 }, { total: 22_000_000_000, compiler: 1_400_000_000, collector: 0 }, opts)
   t.equal(unknown.perIteration, 6_000_000)
   t.equal(unknown.compilerPerIteration, null, 'no share when either run lacks it')
   t.equal(unknown.restPerIteration, null)
+  t.equal(unknown.ownPerIteration, null)
+  t.equal(unknown.collectorPerIteration, 0, 'no collection in either run: none per iteration')
 })
 
 t.test('the child drives a build through inject with an in-process executor, and says how many iterations it did', async (t) => {
