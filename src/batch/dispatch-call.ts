@@ -23,25 +23,50 @@ export { type PlainOutcome, interpretAnswer } from './interpret.js'
  */
 export function sendToExecutor (ctx: DispatchContext, call: PreparedCall, operationId: string,
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
-  // The tool's own executor (an MCP server's), else the batch's HTTP one.
-  const executor = call.tool.executor.via ?? ctx.http
-  const progress = ctx.onProgress
-  // Only a tool's own executor (an MCP server's) reports progress: the HTTP executor's calls make no listener.
-  const onProgress = progress === undefined || call.tool.executor.via === undefined ? undefined : (update: { progress: number, total?: number | undefined }): void => { progress(call, update) }
-  const sent = executor.send({ runId: ctx.runId, batchId: ctx.batchId, call, operationId, trace, argumentsJson, onProgress })
+  const sent = send(ctx, call, operationId, trace, argumentsJson)
   const onAnswer = ctx.onAnswer
   if (onAnswer === undefined) return sent
   return sent.then((answer) => {
-    // Telemetry never changes what a call does.
-    try { onAnswer(call, answer) } catch { /* ignored */ }
+    told(onAnswer, call, answer)
     return answer
   })
 }
 
-/** Dispatches a plain (non-action) tool call and settles it for the runner (`trace` and `argumentsJson` as sendToExecutor takes them). */
-export async function dispatchPlain (ctx: DispatchContext, call: PreparedCall, operationId: string,
+/** The call handed to its executor: the tool's own (an MCP server's), else the batch's HTTP one. */
+function send (ctx: DispatchContext, call: PreparedCall, operationId: string,
+  trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<ExecutorAnswer> {
+  const executor = call.tool.executor.via ?? ctx.http
+  const progress = ctx.onProgress
+  // Only a tool's own executor (an MCP server's) reports progress: the HTTP executor's calls make no listener.
+  const onProgress = progress === undefined || call.tool.executor.via === undefined ? undefined : (update: { progress: number, total?: number | undefined }): void => { progress(call, update) }
+  return executor.send({ runId: ctx.runId, batchId: ctx.batchId, call, operationId, trace, argumentsJson, onProgress })
+}
+
+/** Tells `onAnswer` an answer; telemetry never changes what a call does. */
+function told (onAnswer: NonNullable<DispatchContext['onAnswer']>, call: PreparedCall, answer: ExecutorAnswer): void {
+  try { onAnswer(call, answer) } catch { /* ignored */ }
+}
+
+/**
+ * Dispatches a plain (non-action) tool call and settles it for the runner
+ * (`trace` and `argumentsJson` as sendToExecutor takes them). One
+ * continuation per call: its answer told, given its meaning and settled in
+ * the same step.
+ */
+export function dispatchPlain (ctx: DispatchContext, call: PreparedCall, operationId: string,
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<PlainOutcome>> {
-  const outcome = interpretAnswer(await sendToExecutor(ctx, call, operationId, trace, argumentsJson), call.tool.readOnly)
-  outcome.details.operationId = operationId
-  return { value: outcome, uncertain: outcome.status === 'uncertain', closeBatch: false }
+  let sent: Promise<ExecutorAnswer>
+  try {
+    sent = send(ctx, call, operationId, trace, argumentsJson)
+  } catch (err) {
+    // As from an async function: a throw is a rejection, which the runner settles as the call's failure.
+    return Promise.reject(err)
+  }
+  const onAnswer = ctx.onAnswer
+  return sent.then((answer) => {
+    if (onAnswer !== undefined) told(onAnswer, call, answer)
+    const outcome = interpretAnswer(answer, call.tool.readOnly)
+    outcome.details.operationId = operationId
+    return { value: outcome, uncertain: outcome.status === 'uncertain', closeBatch: false }
+  })
 }

@@ -29,7 +29,7 @@ import { type BatchState, type Prepared, type Ready, callAt } from '../state.js'
 const START_TIMES = new IsoTime()
 
 /** The execute phase: runs the epochs of the calls that may be dispatched, if any. */
-export function execute (state: BatchState, rt: BatchRuntime, ready: Ready): Promise<void> | undefined {
+export function execute (state: BatchState, rt: BatchRuntime, ready: Ready): Promise<unknown> | undefined {
   if (state.dispatchable.length === 0) return undefined
   return new Execution(state, rt, ready).run()
 }
@@ -82,8 +82,12 @@ class Execution implements RunnerHooks {
     this.#identity = identityOf(state)
   }
 
-  /** Plans and runs the epochs of the calls that may be dispatched. */
-  async run (): Promise<void> {
+  /**
+   * Plans and runs the epochs of the calls that may be dispatched: the
+   * runner's promise, settled once every call has (its settlements are the
+   * hooks'; no async layer of its own around it).
+   */
+  run (): Promise<unknown> {
     const { options } = this.#state
     const schedulable: SchedulableCall[] = []
     for (const c of this.#state.dispatchable) schedulable.push({ index: c.index, id: c.id, readOnly: c.tool.readOnly, execution: c.tool.execution, conflictKey: c.conflictKey })
@@ -95,7 +99,7 @@ class Execution implements RunnerHooks {
       onDispatchError: dispatchFailed
     })
     const guarded = this.#epochGuards.length + this.#callGuards.length > 0
-    await runner.run(this.#epochs, guarded ? (c, epoch) => this.#guardedDispatch(c, epoch) : (c, epoch) => this.#dispatch(c, epoch))
+    return runner.run(this.#epochs, guarded ? (c, epoch) => this.#guardedDispatch(c, epoch) : (c, epoch) => this.#dispatch(c, epoch))
   }
 
   /**
