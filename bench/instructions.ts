@@ -12,8 +12,11 @@
  * difference of the two totals over the difference of the iterations is one
  * iteration's instructions, start-up and warm-up cancelled out. Node runs
  * with `--predictable` and fixed hash and random seeds, the tool answers
- * in-process and requests go through `inject`, so two runs of one build
- * agree within about 0.2% of their totals.
+ * in-process and requests go through `inject`. Two counts of one build
+ * still differ: by 0.3-1.3% of their totals, and so by 2-8% per 1-call
+ * iteration, on 2026-12-05 with other work on the machine (docs/performance.md,
+ * "Counting instructions"): compare a build with itself before reading a
+ * difference of a few percent.
  *
  * Functions called once per batch are still being optimized long after the
  * warm-up (V8 tiers a function up by the work it has done, not by time), and
