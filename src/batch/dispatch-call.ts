@@ -51,19 +51,13 @@ function told (onAnswer: NonNullable<DispatchContext['onAnswer']>, call: Prepare
  * Dispatches a plain (non-action) tool call and settles it for the runner
  * (`trace` and `argumentsJson` as sendToExecutor takes them). One
  * continuation per call: its answer told, given its meaning and settled in
- * the same step.
+ * the same step. A throw while sending is thrown: the runner and the
+ * guarded send settle a dispatch that throws as the call's failure.
  */
 export function dispatchPlain (ctx: DispatchContext, call: PreparedCall, operationId: string,
   trace: Readonly<Record<string, string>> | undefined, argumentsJson: string | undefined): Promise<DispatchOutcome<PlainOutcome>> {
-  let sent: Promise<ExecutorAnswer>
-  try {
-    sent = send(ctx, call, operationId, trace, argumentsJson)
-  } catch (err) {
-    // As from an async function: a throw is a rejection, which the runner settles as the call's failure.
-    return Promise.reject(err)
-  }
   const onAnswer = ctx.onAnswer
-  return sent.then((answer) => {
+  return send(ctx, call, operationId, trace, argumentsJson).then((answer) => {
     if (onAnswer !== undefined) told(onAnswer, call, answer)
     const outcome = interpretAnswer(answer, call.tool.readOnly)
     outcome.details.operationId = operationId
