@@ -12,6 +12,7 @@ import { createServer as createNetServer } from 'node:net'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
+import { ownSignals } from '../src/mcp/request-signals.js'
 
 const TERRAIN = ['grass', 'sand', 'water', 'rock']
 
@@ -88,7 +89,10 @@ export async function startProxy (upstreamUrl: string): Promise<{ url: string, c
   const { Server: ProxiedServer } = await import('@modelcontextprotocol/server')
   const { proxyServer, startHTTPServer } = await import('mcp-proxy')
   const client = new Client({ name: 'mcp-proxy', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(upstreamUrl)))
+  // A request signal of its own per upstream request, as the bench's own client and toolgate's connections
+  // have (src/mcp/request-signals.ts): with the session's one signal, undici's listeners pile up past Node's
+  // limit of 1,500 in a busy round, and the warnings Node then builds (a stack trace each) slow the proxy down.
+  await client.connect(new StreamableHTTPClientTransport(new URL(upstreamUrl), { fetch: ownSignals(fetch) }))
   const capabilities = client.getServerCapabilities() ?? {}
   const port = await freePort()
   const proxy = await startHTTPServer({
