@@ -1,6 +1,7 @@
 /**
  * Where the Redis store's latency tail comes from: the bench's 1-call
- * latency row (an open loop at a fixed rate over 32 runs), toolgate on the
+ * latency row (an open loop at a fixed rate over 32 runs; `--batch 10 --rate 100`
+ * for its 10-call row), toolgate on the
  * memory store and on Redis in their own processes with bench/tail-probe.ts
  * preloaded, and the relay as the reference, in rounds. Per round and target:
  * p50, p99 and the batches slower than the relay's p99 (at least 5 ms), each
@@ -12,7 +13,7 @@
  * entries of 1 ms and more (every client's: the threshold is set for the run
  * and put back after). The load average is printed with every row.
  *
- *   npm run build && node dist/bench/tail.js [--rounds 4] [--rate 500] [--warmup-ms 8000] [--lease-ms 30000] [--semi-space 64]
+ *   npm run build && node dist/bench/tail.js [--rounds 4] [--rate 500] [--batch 1] [--warmup-ms 8000] [--lease-ms 30000] [--semi-space 64]
  *
  * --lease-ms is TOOLGATE_LEASE_MS (renewals every third of it); --semi-space the young generation's
  * semi-space in MiB (toolgate ships with 64) for both toolgate processes.
@@ -33,12 +34,17 @@ import { TOOLGATE_NODE_FLAGS } from './settings.js'
 import { percentile, sig } from './stats.js'
 import type { ProbeAnswer } from './tail-probe.js'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '4' }, rate: { type: 'string', default: '500' }, 'warmup-ms': { type: 'string', default: '8000' }, 'lease-ms': { type: 'string', default: '30000' }, 'semi-space': { type: 'string', default: '64' } } })
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '4' }, rate: { type: 'string', default: '500' }, batch: { type: 'string', default: '1' }, 'warmup-ms': { type: 'string', default: '8000' }, 'lease-ms': { type: 'string', default: '30000' }, 'semi-space': { type: 'string', default: '64' } } })
 const ROUNDS = Number(values.rounds)
 const RATE = Number(values.rate)
+const BATCH = Number(values.batch)
+if (!Number.isInteger(BATCH) || BATCH < 1) throw new Error(`--batch takes a whole number of calls, got ${JSON.stringify(values.batch)}`)
 const PROBE = fileURLToPath(new URL(`./tail-probe${extname(fileURLToPath(import.meta.url))}`, import.meta.url))
 
 type Interval = [number, number]
+/** Each round's open loop: its warm-up and its measured window. */
+const WARMUP_MS = 200
+const WINDOW_MS = 1200
 const overlaps = (xs: Interval[], a: number, b: number): boolean => xs.some(([s, e]) => s < b && e > a)
 
 async function commandStats (admin: Redis): Promise<{ calls: number, usec: number }> {
@@ -80,8 +86,9 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [name, { target, child }] of Object.entries(byName)) {
       await child?.probe()
+      const cpuBefore = await child?.cpu()
       const before = await commandStats(admin)
-      const r = await openLoop(target, { rate: RATE, batchSize: 1, warmupMs: 200, windowMs: 1200, runOptions: { maxConcurrentTools: 8 }, runs: 32 })
+      const r = await openLoop(target, { rate: RATE, batchSize: BATCH, warmupMs: WARMUP_MS, windowMs: WINDOW_MS, runOptions: { maxConcurrentTools: Math.max(8, BATCH) }, runs: 32 })
       const { dropped } = r
       const batches = r.latencies.map((ms, i): [number, number] => [r.sentAt[i]!, ms])
       const after = await commandStats(admin)
@@ -89,6 +96,10 @@ try {
       const p99 = percentile(times, 99)
       let line = `round ${round} ${name}: load ${loadavg()[0]!.toFixed(2)}, p50 ${sig(percentile(times, 50))} ms, p99 ${sig(p99)} ms, max ${sig(Math.max(...times))} ms, dropped ${dropped}`
       if (child !== undefined) {
+        const cpuAfter = await child.cpu()
+        // Every batch the open loop sent, its 200 ms of warm-up included (the window's are `latencies`), and the round's 32 runs opened and ended.
+        const sent = Math.max(1, Math.round(RATE * (WARMUP_MS + WINDOW_MS) / 1000) - r.dropped)
+        line += `, CPU ${sig((cpuAfter.cpuUs - cpuBefore!.cpuUs) / sent)} µs per batch sent`
         const probe: ProbeAnswer = await child.probe()
         const at = (t: number): number => probe.origin + t
         const pauses: Interval[] = probe.gcs.map(([s, d]) => [at(s), at(s) + d])
