@@ -108,7 +108,7 @@ export interface GuardRuntime {
   readonly events: readonly BatchEvent[]
   readonly onEvent: ((event: BatchEvent) => void) | undefined
   /** The batch was stopped (cancel, timeout, client gone, a loop). */
-  readonly stopped: () => boolean
+  stopped (): boolean
   /** When the batch started here (performance.now()). */
   readonly startedAt: number
 }
