@@ -1,9 +1,9 @@
 /**
  * Where the Redis store's latency tail comes from: the bench's 1-call
- * latency row (an open loop at a fixed rate over 32 runs; `--batch 10 --rate 100`
- * for its 10-call row), toolgate on the
- * memory store and on Redis in their own processes with bench/tail-probe.ts
- * preloaded, and the relay as the reference, in rounds. Per round and target:
+ * latency row (an open loop at a fixed rate over 32 runs;
+ * `--batch 10 --rate 100` is its 10-call row), toolgate on the memory store
+ * and on Redis in their own processes with bench/tail-probe.ts preloaded,
+ * and the relay as the reference, in rounds. Per round and target:
  * p50, p99 and the batches slower than the relay's p99 (at least 5 ms), each
  * put down to what overlapped it in toolgate's process: a collector pause, else
  * a Redis command that took over 2 ms from send to reply, else neither.
@@ -97,7 +97,7 @@ try {
       let line = `round ${round} ${name}: load ${loadavg()[0]!.toFixed(2)}, p50 ${sig(percentile(times, 50))} ms, p99 ${sig(p99)} ms, max ${sig(Math.max(...times))} ms, dropped ${dropped}`
       if (child !== undefined) {
         const cpuAfter = await child.cpu()
-        // Every batch the open loop sent, its 200 ms of warm-up included (the window's are `latencies`), and the round's 32 runs opened and ended.
+        // Over every batch the open loop sent, its warm-up's included (`latencies` holds only the window's); the CPU also covers opening and ending the round's runs.
         const sent = Math.max(1, Math.round(RATE * (WARMUP_MS + WINDOW_MS) / 1000) - r.dropped)
         line += `, CPU ${sig((cpuAfter.cpuUs - cpuBefore!.cpuUs) / sent)} µs per batch sent`
         const probe: ProbeAnswer = await child.probe()
