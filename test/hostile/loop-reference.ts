@@ -18,8 +18,7 @@ export const STALL_BOUND_MS = 100
 /**
  * The bound the tests assert on a loop-delay max beyond the idle
  * reference's. The service works in slices of 10-50 ms (import slices,
- * preparation yielding every 20 ms, validation cut at 50 ms; the busy probe
- * asserts under STALL_BOUND_MS); on a machine shared with other work a
+ * preparation yielding every 20 ms, validation cut at 50 ms); on a machine shared with other work a
  * slice waits for a CPU part of the way, which the histogram counts, so the
  * same slice reads two to five times longer there than on a quiet one.
  * 2.5 times the SPEC's bound keeps that from failing the suite, and still
