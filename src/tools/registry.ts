@@ -1,6 +1,7 @@
 import Ajv2020Module from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
+import type { ValidateFunction } from 'ajv'
 import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
 import { parsePointer } from '../model/json-pointer.js'
@@ -86,19 +87,38 @@ export class ToolRegistry implements ToolLookup {
   /**
    * One Ajv for every schema of this registry: building one (with formats)
    * costs far more than a compile. Schema patterns match in linear time: a
-   * tool's schema may come from an MCP server toolgate does not trust.
+   * tool's schema may come from an MCP server toolgate does not trust, and
+   * each is compiled alone (#compileAlone): what it names with `$id` is
+   * forgotten after it, so no schema can see or displace another's, nor the
+   * meta-schemas.
    */
-  readonly #ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true, code: { regExp: linearRegExp } })
+  readonly #ajv: InstanceType<typeof Ajv2020>
   /** What a schema may cost (SPEC section 19): checked before Ajv compiles it. */
   readonly #limits: SchemaLimits
   readonly #maxValidationMs: number
 
-  constructor (opts: RegistryOptions) {
+  /** `ajv` is the one of the registry a staging one checks a whole set for (putAll). */
+  constructor (opts: RegistryOptions, ajv?: InstanceType<typeof Ajv2020>) {
     this.#opts = opts
     this.#limits = { ...SCHEMA_LIMITS, maxBytes: opts.maxSchemaBytes ?? DEFAULT_MAX_SCHEMA_BYTES }
     this.#maxValidationMs = opts.maxValidationMs ?? DEFAULT_MAX_VALIDATION_MS
-    addFormats(this.#ajv)
-    addUniqueItems(this.#ajv)
+    if (ajv !== undefined) {
+      this.#ajv = ajv
+    } else {
+      this.#ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true, code: { regExp: linearRegExp } })
+      addFormats(this.#ajv)
+      addUniqueItems(this.#ajv)
+    }
+  }
+
+  /**
+   * Compiles the JSON Schema meta-schema the first compile checks every
+   * schema against (20-60 ms, once per registry), so that it is paid before
+   * the service listens and not inside the first tool registration or MCP
+   * import.
+   */
+  prepare (): void {
+    if (this.#ajv.validateSchema({}) !== true) throw new Error('the JSON Schema meta-schema did not accept an empty schema')
   }
 
   /**
@@ -132,13 +152,9 @@ export class ToolRegistry implements ToolLookup {
       problems.push(...patternProblems)
     } else {
       try {
-        validate = boundedValidate(this.#ajv.compile(def.inputSchema), this.#maxValidationMs)
+        validate = boundedValidate(this.#compileAlone(def.inputSchema), this.#maxValidationMs)
       } catch (err) {
         problems.push(`/inputSchema: ${(err as Error).message}`)
-      } finally {
-        // The compiled function stands alone; forgetting the schema lets another
-        // tool (or a replacement) use the same $id.
-        this.#ajv.removeSchema(def.inputSchema)
       }
     }
 
@@ -317,12 +333,35 @@ export class ToolRegistry implements ToolLookup {
   }
 
   /**
+   * Compiles one schema and leaves the Ajv's schemas and references as they
+   * were: the compiled function stands alone, and forgetting what the schema
+   * named lets another tool (or a replacement) use the same `$id`. Ajv's own
+   * removal drops whatever a top-level `$id` names, even a meta-schema the
+   * schema failed to displace (a tool with the 2020-12 meta-schema's `$id`
+   * then broke every later compile of the process), and keeps the `$id`s
+   * inside a schema; so the two tables are restored whole, a score of
+   * entries (the meta-schemas) against a compile's milliseconds.
+   */
+  #compileAlone (schema: unknown): ValidateFunction {
+    const ajv = this.#ajv
+    const schemas = { ...ajv.schemas }
+    const refs = { ...ajv.refs }
+    try {
+      return ajv.compile(schema as object)
+    } finally {
+      if (typeof schema === 'object' && schema !== null) ajv.removeSchema(schema)
+      restore(ajv.schemas, schemas)
+      restore(ajv.refs, refs)
+    }
+  }
+
+  /**
    * Registers a whole set at once (the tools file): every definition is
    * checked first, and nothing is registered unless all of them are valid.
    */
   putAll (inputs: readonly unknown[]): void {
     const problems: string[] = []
-    const staging = new ToolRegistry(this.#opts)
+    const staging = new ToolRegistry(this.#opts, this.#ajv)
     const names = new Set<string>()
     for (const [i, input] of inputs.entries()) {
       const name = (input as { name?: unknown })?.name
@@ -393,4 +432,10 @@ export class ToolRegistry implements ToolLookup {
   get size (): number {
     return this.#tools.size
   }
+}
+
+/** Makes `table` hold exactly the entries of `before` again. */
+function restore<T> (table: Record<string, T>, before: Record<string, T>): void {
+  for (const key of Object.keys(table)) if (!Object.hasOwn(before, key)) delete table[key]
+  Object.assign(table, before)
 }

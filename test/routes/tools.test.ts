@@ -219,6 +219,17 @@ t.test('an invalid replacement leaves the registered tool as it was', async (t) 
   t.strictSame((await get(app, '/v1/tools/look')).body, before)
 })
 
+t.test("a schema that names itself as the JSON Schema meta-schema is refused (400 invalid_tool), and every later registration is checked as before", async (t) => {
+  const { app } = await buildTestApp(t)
+  t.equal((await put(app, 'first', def())).status, 201)
+  const hostile = await put(app, 'hostile', def({ inputSchema: { $id: 'https://json-schema.org/draft/2020-12/schema', type: 'object' } }))
+  isProblem(t, hostile, 400, 'invalid_tool')
+  t.match(JSON.stringify(hostile.body), /already exists/)
+  t.equal((await put(app, 'look', def())).status, 201, 'the next tool registers')
+  isProblem(t, await put(app, 'odd', def({ inputSchema: { type: 'object', properties: { x: { type: 'nonsense' } } } })), 400, 'invalid_tool')
+  t.equal((await get(app, '/v1/tools/hostile')).status, 404)
+})
+
 t.test('an invalid definition lists several problems at once', async (t) => {
   const { app } = await buildTestApp(t)
   const res = await put(app, 'look', def({ inputSchema: { type: 12 }, conflictKey: 'k:{/x', executor: { url: 'ftp://h/x' } }))

@@ -191,6 +191,40 @@ t.test('schemas are compiled with formats (draft 2020-12)', async (t) => {
   t.notOk(tool.validate({ pair: [1, 'a', 3] }), 'prefixItems with items false (2020-12) enforced')
 })
 
+t.test("a schema's $id is its own: it cannot displace a meta-schema, nor be seen by another tool's schema, nor keep its id from the next", async (t) => {
+  const registry = new ToolRegistry({ allowedOrigins: null })
+  registry.prepare()
+  const put = (name: string, inputSchema: Record<string, unknown>): string[] | 'ok' => {
+    try {
+      registry.put({ name, inputSchema, executor: { url: `${URL_BASE}/${name}` } })
+      return 'ok'
+    } catch (err) {
+      if (err instanceof InvalidToolError) return err.problems
+      throw err
+    }
+  }
+  for (const id of ['https://json-schema.org/draft/2020-12/schema', 'https://json-schema.org/draft/2020-12/meta/core', 'https://json-schema.org/draft/2020-12/meta/validation']) {
+    t.match(put('hostile', { $id: id, type: 'object' }), [new RegExp(`^/inputSchema: .*${id.replace(/[./]/g, '\\$&')}.* already exists`)], `a schema named ${id} is refused`)
+    t.equal(put('after', { type: 'object', properties: { x: { type: 'string' } } }), 'ok', 'and the next tool compiles')
+    t.match(put('invalid', { type: 'object', properties: { x: { type: 'nonsense' } } }), [/^\/inputSchema: schema is invalid/], 'with the meta-schema still checking it')
+  }
+
+  const inner = 'https://example.test/inner'
+  const refersToInner = { type: 'object', properties: { p: { $ref: inner } } }
+  t.match(put('reader', refersToInner), [/only references inside the schema/], "another tool's inner $id is not there to refer to")
+  t.equal(put('owner', { type: 'object', properties: { p: { $id: inner, type: 'integer' } } }), 'ok')
+  t.match(put('reader', refersToInner), [/only references inside the schema/], 'nor after that tool registered it')
+  t.equal(put('other', { type: 'object', properties: { q: { $id: inner, type: 'string' } } }), 'ok', 'another schema may name its own part the same')
+
+  const shared = 'https://example.test/shared'
+  t.equal(put('first', { $id: shared, type: 'object', properties: { n: { type: 'integer' } } }), 'ok')
+  t.equal(put('second', { $id: shared, type: 'object', properties: { n: { type: 'string' } } }), 'ok', 'two tools may carry one $id')
+  t.ok(registry.get('first')!.validate({ n: 1 }))
+  t.notOk(registry.get('first')!.validate({ n: 'a' }), 'each validates with its own schema')
+  t.ok(registry.get('second')!.validate({ n: 'a' }))
+  t.notOk(registry.get('second')!.validate({ n: 1 }))
+})
+
 t.test('a tool prepares in place when it has rewrites, or a default or a reference anywhere in its schema', async (t) => {
   const registry = new ToolRegistry({ allowedOrigins: null })
   t.equal(registry.compile(look).preparesInPlace, false, 'plain properties: arguments pass as they came')
