@@ -93,6 +93,8 @@ async function main (): Promise<void> {
 
   const app = await buildApp(config, { logger, keys })
   try {
+    // The schema check's one-time compile, before listening rather than in the first registration or MCP import.
+    app.services.tools.prepare()
     app.services.tools.putAll(toolDefs)
     // Each server is tried once before listening; one that cannot be reached is `down` and retried, never a reason not to start.
     await app.services.mcp.startAll(mcpServers)
