@@ -28,6 +28,7 @@ export function layout (answer) {
     const row = byId.get(e.callId)
     if (row !== undefined && row.repeat === null) row.repeat = e.action === 'terminated' ? 'terminated' : 'advisory'
   }
+  settleEpochStarts(rows)
   const epochs = new Map()
   for (const row of rows) {
     if (row.epoch === null || row.start === null) continue
@@ -52,6 +53,31 @@ export function layout (answer) {
     .filter((row) => row.status === 'blocked' && row.blockedBy !== null && byId.has(row.blockedBy))
     .map((row) => ({ from: byId.get(row.blockedBy), to: row }))
   return { rows, epochs: [...epochs.values()].sort((a, b) => a.epoch - b.epoch), arrows, span }
+}
+
+/**
+ * A call's start is told in whole milliseconds (`startedAt`) and its duration
+ * in tenths, so a call can read as starting up to 1 ms before the epoch
+ * before it ended, which it cannot have: an epoch starts once the one before
+ * it settled. Such a call is drawn from that end, with its own duration. A
+ * gap of 1 ms or more is drawn as it was told.
+ */
+function settleEpochStarts (rows) {
+  const timed = rows.filter((row) => row.epoch !== null && row.start !== null).sort((a, b) => a.epoch - b.epoch)
+  let before = -Infinity
+  for (let i = 0; i < timed.length;) {
+    const epoch = timed[i].epoch
+    let end = -Infinity
+    for (; i < timed.length && timed[i].epoch === epoch; i++) {
+      const row = timed[i]
+      if (row.start < before && before - row.start < 1) {
+        row.end += before - row.start
+        row.start = before
+      }
+      end = Math.max(end, row.end)
+    }
+    before = end
+  }
 }
 
 const SVG = 'http://www.w3.org/2000/svg'
