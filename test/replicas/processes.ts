@@ -30,8 +30,14 @@ export async function startReplica (t: Tap, server: string, name: string, env: R
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const output: string[] = []
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  let killed = false
+  const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => {
+    // A replica that ends when no test stopped it says why, for the failure it leaves behind.
+    if (!killed) process.stderr.write(`replica ${name} exited (${code ?? signal}) on its own; its last lines:\n${output.slice(-30).join('\n')}\n`)
+    resolve()
+  }))
   const kill = async (): Promise<void> => {
+    killed = true
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     await exited
   }
