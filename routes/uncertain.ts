@@ -64,14 +64,17 @@ export const uncertainRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     const { operationId } = req.params
     const tenant = principalOf(req).tenant
     const found = await locate(services, operationId, tenant).catch(async (err: unknown) => {
-      // A write whose replica died holding its tenant key is listed for the tenant before any replica takes its run over.
+      // Listed for the tenant only: a write whose replica died holding its tenant key, before any replica
+      // took its run over; or a tenant-scoped write whose run is gone (it blocks its key until resolved).
       const lost = err instanceof ProblemError ? (await services.store.listTenantUncertain(tenant)).find((u) => u.operationId === operationId) : undefined
       if (lost === undefined) throw err
       return lost
     })
     const body = req.body
     if (!('entry' in found)) {
-      if ('recheck' in body) throw new ProblemError('no_status_url', `Operation ${operationId} was lost with its replica before its run recorded it; resolve it with a status instead.`)
+      if ('recheck' in body) {
+        throw new ProblemError('no_status_url', `Operation ${operationId} is known only to its tenant's list: its run is gone, or it was lost with its replica before its run recorded it. Resolve it with a status instead.`)
+      }
       await services.store.forgetTenantUncertain(tenant, [operationId])
       return { operationId, runId: found.runId, resolved: true, how: 'manual' as const, status: body.status }
     }

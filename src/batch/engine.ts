@@ -5,9 +5,9 @@ import { applyDeadline } from '../runs/deadline.js'
 import { LeaseKeeper, type SharedLease, holdsLease, leased, releaseAfterFailure, takeLease } from '../runs/lease.js'
 import { ownedRun, resume, runNotFound, terminate } from '../runs/transitions.js'
 import type { RunRecord, TerminationReason } from '../model/run.js'
-import type { BatchIdEntry, TenantUncertainty } from '../store/types.js'
+import type { BatchIdEntry } from '../store/types.js'
+import { tenantEntry } from '../uncertain/service.js'
 import { type RunIdentity, identityOf } from '../model/incarnation.js'
-import type { Uncertainty } from '../model/uncertainty.js'
 import { WAITING_OWNER } from '../model/waiting.js'
 import { registerGuards, startTurn } from '../guards/index.js'
 import type { Guard } from '../guards/types.js'
@@ -205,7 +205,7 @@ export class BatchEngine {
       'writes of a lost replica found unanswered: kept as unresolved uncertain writes (replica_lost), never sent again')
     for (const u of made) uncertain?.recover(run.runId, u)
     // The tenant's list (GET /v1/uncertain); the run's own list already holds them.
-    store.noteTenantUncertain(run.tenant, made.map((u) => tenantEntry(run.runId, u, tools.resolve(u.tool)?.conflictScope === 'tenant'))).catch((err: unknown) => {
+    store.noteTenantUncertain(run.tenant, made.map((u) => tenantEntry({ runId: run.runId, incarnation: run }, { ...u, cause: u.cause ?? 'replica_lost' }, tools.resolve(u.tool)?.conflictScope === 'tenant'))).catch((err: unknown) => {
       logger?.warn({ runId: run.runId, err: { message: (err as Error).message } }, 'uncertain writes: the store could not be updated')
     })
   }
@@ -340,10 +340,6 @@ export function isWaiting (run: RunRecord, batchId: string): run is RunRecord & 
 const MAX_TOOL_LISTS = 10_000
 
 /** An uncertainty of the run as its tenant's list holds it. */
-function tenantEntry (runId: string, u: Uncertainty, tenantScoped: boolean): TenantUncertainty {
-  return { operationId: u.operationId, runId, callId: u.callId, tool: u.tool, conflictKey: u.conflictKey, tenantScoped, cause: u.cause ?? 'replica_lost', since: u.since }
-}
-
 /** The problem a batch that does not start answers. */
 function refusal (start: Exclude<Start, { kind: 'started' | 'replay' | 'waiting' | 'lapsed' }>, req: BatchRequest): ProblemError {
   switch (start.kind) {

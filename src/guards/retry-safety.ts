@@ -24,6 +24,8 @@ class RetryGuard implements BatchGuard {
   #change: UncertainChange | null = null
   #applied: AppliedChange | null = null
   #stats: RunStats | null = null
+  /** The run's creation time, read at admission: its incarnation, kept with the tenant's list of its uncertain writes. */
+  #createdAt: number | null = null
 
   constructor (batch: GuardedBatch, service: UncertainWrites | undefined, clock: Clock) {
     this.#batch = batch
@@ -32,6 +34,7 @@ class RetryGuard implements BatchGuard {
   }
 
   admit (scope: AdmissionScope): void {
+    this.#createdAt = scope.run.createdAt
     const held = this.#held = weighCalls(scope.run.uncertain, this.#batch.outcomes, this.#batch.fingerprints)
     held.forEach((h, i) => {
       const o = this.#batch.outcomes[i]
@@ -53,7 +56,8 @@ class RetryGuard implements BatchGuard {
   beforeClose (closing: ClosingBatch): Promise<void> | undefined {
     const change = this.#change = batchChange(this.#batch.batchId, closing.results, closing.dispatched, closing.operations, this.#held, this.#batch.fingerprints, this.#clock.now())
     if (change.added.length === 0) return undefined
-    return this.#service?.noteAdded(this.#batch.runId, change, this.#batch.tenant)
+    const { runId, tenant } = this.#batch
+    return this.#service?.noteAdded(runId, change, tenant, this.#createdAt ?? undefined)
   }
 
   close (r: RunRecord): void {

@@ -1,5 +1,5 @@
 import type { Clock, TimerHandle } from '../clock.js'
-import { type KeyGrant, type KeyRequest, type TenantKeys, type TenantUncertainty, byAge, tenantKeyId } from './tenant-keys.js'
+import { type KeyGrant, type KeyRequest, MAX_TENANT_UNCERTAIN, type TenantKeys, type TenantUncertainty, byAge, tenantKeyId } from './tenant-keys.js'
 
 interface Hold {
   readonly token: string
@@ -32,11 +32,15 @@ export class MemoryTenantKeys implements TenantKeys {
   /** Tenant → operation id → its unresolved uncertain write. */
   readonly #uncertain = new Map<string, Map<string, TenantUncertainty>>()
   readonly #clock: Clock
-  readonly #runHeld: (runId: string) => boolean
+  /** The incarnation (incarnationKey) of the run held under an id, if one is. */
+  readonly #incarnationOf: (runId: string) => string | undefined
 
-  constructor (clock: Clock, runHeld: (runId: string) => boolean) {
+  readonly #maxUncertain: number
+
+  constructor (clock: Clock, incarnationOf: (runId: string) => string | undefined, maxUncertainPerTenant = MAX_TENANT_UNCERTAIN) {
     this.#clock = clock
-    this.#runHeld = runHeld
+    this.#incarnationOf = incarnationOf
+    this.#maxUncertain = maxUncertainPerTenant
   }
 
   async acquireKey (tenant: string, key: string, request: KeyRequest): Promise<KeyGrant> {
@@ -89,6 +93,11 @@ export class MemoryTenantKeys implements TenantKeys {
     let listed = this.#uncertain.get(tenant)
     if (listed === undefined) this.#uncertain.set(tenant, listed = new Map())
     for (const e of entries) if (!listed.has(e.operationId)) listed.set(e.operationId, { ...e })
+    // Listed in the order they were noted: the first is the oldest.
+    for (const id of listed.keys()) {
+      if (listed.size <= this.#maxUncertain) break
+      listed.delete(id)
+    }
   }
 
   async forgetTenantUncertain (tenant: string, operationIds: readonly string[]): Promise<void> {
@@ -102,24 +111,37 @@ export class MemoryTenantKeys implements TenantKeys {
     return this.#held(tenant).map((e) => ({ ...e })).sort(byAge)
   }
 
-  /** A run left the store: its writes no longer block anything. */
+  /**
+   * A run left the store: its run-scoped writes are forgotten with it. Its
+   * tenant-scoped ones stay until resolved: the resource behind the key is
+   * the tenant's, and the write may have changed it whatever became of the run.
+   */
   forgetRun (tenant: string, runId: string): void {
     const listed = this.#uncertain.get(tenant)
     if (listed === undefined) return
-    for (const [id, e] of listed) if (e.runId === runId) listed.delete(id)
+    for (const [id, e] of listed) if (e.runId === runId && !e.tenantScoped) listed.delete(id)
     if (listed.size === 0) this.#uncertain.delete(tenant)
   }
 
-  /** The tenant's entries whose runs are held; the others are dropped. */
+  /**
+   * The tenant's entries still listed: tenant-scoped ones, and run-scoped
+   * ones whose run's incarnation is held (the others are dropped).
+   */
   #held (tenant: string): TenantUncertainty[] {
     const listed = this.#uncertain.get(tenant)
     if (listed === undefined) return []
     const out: TenantUncertainty[] = []
     for (const [id, e] of listed) {
-      if (this.#runHeld(e.runId)) out.push(e)
+      if (e.tenantScoped || this.#runIsHeld(e)) out.push(e)
       else listed.delete(id)
     }
+    if (listed.size === 0) this.#uncertain.delete(tenant)
     return out
+  }
+
+  #runIsHeld (e: TenantUncertainty): boolean {
+    const held = this.#incarnationOf(e.runId)
+    return held !== undefined && (e.incarnation === undefined || e.incarnation === held)
   }
 
   /** The key's answer now, or undefined when the call must wait (`first`: nobody is ahead of it). */

@@ -21,6 +21,8 @@ export interface MemoryStoreOptions {
   maxRunsPerTenant?: number
   /** Most runs of one tenant with a waiting batch; one more is refused (TenantWaitingQuotaError). @default no bound */
   maxWaitingPerTenant?: number
+  /** Most unresolved uncertain writes one tenant's list keeps (GET /v1/uncertain); past it the oldest are dropped. @default MAX_TENANT_UNCERTAIN */
+  maxUncertainPerTenant?: number
   /** Receipts outlive their run by at least this long. */
   receiptRetentionMs: number
   /** Most receipts held. */
@@ -72,9 +74,9 @@ export class MemoryStore extends ComposedStore {
     const uncertain = new MemoryUncertainWrites(runs, opts.now)
     const writes = new MemoryWriteAhead(runs, uncertain, opts.now)
     const keys = new MemoryTenantKeys(clock, (runId) => {
-      runs.expire(runId)
-      return runs.has(runId)
-    })
+      const run = runs.peek(runId)
+      return run === undefined ? undefined : incarnationKey(run)
+    }, opts.maxUncertainPerTenant)
     runs.onGone((run, at) => {
       uncertain.forget(run)
       writes.drop(run)

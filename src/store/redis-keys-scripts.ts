@@ -7,9 +7,13 @@
  * by arrival (Redis's clock, in microseconds); `P twait:<waiter>` a waiter's
  * heartbeat, which lapses when its replica stops asking; `P tunc:<tenant>`
  * the tenant's unresolved uncertain writes, a hash operation id → JSON
- * {e: entry, s: the key's set or false}; `P tunck:<id>` the operation ids of
- * tenant-scoped ones on the key. Time is read with TIME, so replicas' clocks
- * never decide whose lease passed.
+ * {e: entry, s: the key's set or false}; `P tunca:<tenant>` the same
+ * operation ids scored by when each was noted (the oldest is dropped past
+ * the tenant's bound); `P tunck:<id>` the operation ids of tenant-scoped
+ * ones on the key. A tenant-scoped entry stays until it is resolved, even
+ * once its run is gone; a run-scoped one is listed while its run's
+ * incarnation is held. Time is read with TIME, so replicas' clocks never
+ * decide whose lease passed.
  */
 import { script } from './redis-scripts.js'
 
@@ -18,9 +22,9 @@ const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
 
 /**
- * KEYS: hold, fence, queue, the key's uncertain set, the tenant's uncertain hash.
+ * KEYS: hold, fence, queue, the key's uncertain set, the tenant's uncertain hash, its age index.
  * ARGV: waiter, leaseMs, op, run, call, tool, write (1|0), queue (1|0),
- * waiter heartbeat ms, twait prefix, run key prefix, the conflict key, hold slack ms.
+ * waiter heartbeat ms, twait prefix, the conflict key, hold slack ms.
  * Answers {'held', token}, {'busy'} or {'uncertain', entry JSON}.
  */
 export const ACQUIRE_KEY = script('acquire-key', `
@@ -29,8 +33,9 @@ local h = redis.call('HMGET', KEYS[1], 'token', 'until', 'op', 'run', 'call', 't
 if h[1] and tonumber(h[2]) <= now then
   -- Its holder died holding it: a write's outcome is unknown.
   if h[7] == '1' and redis.call('HEXISTS', KEYS[5], h[3]) == 0 then
-    local e = { operationId = h[3], runId = h[4], callId = h[5], tool = h[6], conflictKey = ARGV[12], tenantScoped = true, cause = 'replica_lost', since = now }
+    local e = { operationId = h[3], runId = h[4], callId = h[5], tool = h[6], conflictKey = ARGV[11], tenantScoped = true, cause = 'replica_lost', since = now }
     redis.call('HSET', KEYS[5], h[3], cjson.encode({ e = e, s = KEYS[4] }))
+    redis.call('ZADD', KEYS[6], now, h[3])
     redis.call('SADD', KEYS[4], h[3])
   end
   redis.call('DEL', KEYS[1])
@@ -43,11 +48,9 @@ if ARGV[7] == '1' then
     if not raw then
       redis.call('SREM', KEYS[4], op)
     else
+      -- Listed until resolved, whether or not its run is still held.
       local e = cjson.decode(raw).e
-      if redis.call('EXISTS', ARGV[11] .. e.runId) == 0 then
-        redis.call('HDEL', KEYS[5], op)
-        redis.call('SREM', KEYS[4], op)
-      elseif op ~= ARGV[3] and (not best or e.since < bestSince) then
+      if op ~= ARGV[3] and (not best or e.since < bestSince) then
         best, bestSince = cjson.encode(e), e.since
       end
     end
@@ -81,7 +84,7 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('DEL', ARGV[10] .. ARGV[1])
 local token = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'token', token, 'until', now + tonumber(ARGV[2]), 'op', ARGV[3], 'run', ARGV[4], 'call', ARGV[5], 'tool', ARGV[6], 'write', ARGV[7])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[13]))
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[12]))
 return { 'held', string.format('%d', token) }
 `)
 
@@ -111,19 +114,36 @@ redis.call('DEL', ARGV[2])
 return 1
 `)
 
-/** KEYS: the tenant's uncertain hash. ARGV: triples of operation id, entry JSON, the key's set or ''. Listed once. */
+/**
+ * KEYS: the tenant's uncertain hash, its age index. ARGV: the most the tenant
+ * keeps, then triples of operation id, entry JSON, the key's set or ''.
+ * Listed once; past the bound the oldest go. Answers how many were dropped.
+ */
 export const NOTE_UNCERTAIN = script('note-tenant-uncertain', `
-for i = 1, #ARGV, 3 do
+for i = 2, #ARGV, 3 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then
     local s = ARGV[i + 2]
-    redis.call('HSET', KEYS[1], ARGV[i], cjson.encode({ e = cjson.decode(ARGV[i + 1]), s = (s ~= '' and s) or false }))
+    local e = cjson.decode(ARGV[i + 1])
+    redis.call('HSET', KEYS[1], ARGV[i], cjson.encode({ e = e, s = (s ~= '' and s) or false }))
+    redis.call('ZADD', KEYS[2], e.since, ARGV[i])
     if s ~= '' then redis.call('SADD', s, ARGV[i]) end
   end
 end
-return 1
+local dropped = 0
+while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[1]) do
+  local op = redis.call('ZPOPMIN', KEYS[2])[1]
+  local raw = redis.call('HGET', KEYS[1], op)
+  if raw then
+    local s = cjson.decode(raw).s
+    if s then redis.call('SREM', s, op) end
+    redis.call('HDEL', KEYS[1], op)
+    dropped = dropped + 1
+  end
+end
+return dropped
 `)
 
-/** KEYS: the tenant's uncertain hash. ARGV: operation ids. */
+/** KEYS: the tenant's uncertain hash, its age index. ARGV: operation ids. */
 export const FORGET_UNCERTAIN = script('forget-tenant-uncertain', `
 for i = 1, #ARGV do
   local raw = redis.call('HGET', KEYS[1], ARGV[i])
@@ -132,21 +152,35 @@ for i = 1, #ARGV do
     if s then redis.call('SREM', s, ARGV[i]) end
     redis.call('HDEL', KEYS[1], ARGV[i])
   end
+  redis.call('ZREM', KEYS[2], ARGV[i])
 end
 return 1
 `)
 
-/** KEYS: the tenant's uncertain hash. ARGV: run key prefix. The entries whose runs are held; the others are dropped. */
+/**
+ * KEYS: the tenant's uncertain hash, its age index. ARGV: run key prefix.
+ * The tenant-scoped entries, and the run-scoped ones whose run's incarnation
+ * is held (a run of the same id made since is another run); the other
+ * run-scoped ones are dropped. An entry without an incarnation (noted by an
+ * earlier version), or whose run predates incarnations, goes by the run id.
+ */
 export const LIST_UNCERTAIN = script('list-tenant-uncertain', `
 local out = {}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local v = cjson.decode(all[i + 1])
-  if redis.call('EXISTS', ARGV[1] .. v.e.runId) == 1 then
+  local keep = v.s or v.e.tenantScoped
+  if not keep then
+    local held = redis.call('HGET', ARGV[1] .. v.e.runId, 'i')
+    if held and type(v.e.incarnation) == 'string' then keep = held == v.e.incarnation
+    else keep = redis.call('EXISTS', ARGV[1] .. v.e.runId) == 1 end
+  end
+  if keep then
     out[#out + 1] = cjson.encode(v.e)
   else
     if v.s then redis.call('SREM', v.s, all[i]) end
     redis.call('HDEL', KEYS[1], all[i])
+    redis.call('ZREM', KEYS[2], all[i])
   end
 end
 return out

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { RedisConnection } from './redis-connection.js'
 import { ACQUIRE_KEY, FORGET_UNCERTAIN, LEAVE_QUEUE, LIST_UNCERTAIN, NOTE_UNCERTAIN, RELEASE_KEY, RENEW_KEY } from './redis-keys-scripts.js'
-import { type KeyGrant, type KeyRequest, type TenantKeys, type TenantUncertainty, byAge, tenantKeyId } from './tenant-keys.js'
+import { type KeyGrant, type KeyRequest, MAX_TENANT_UNCERTAIN, type TenantKeys, type TenantUncertainty, byAge, tenantKeyId } from './tenant-keys.js'
 
 /** First pause of a waiter between two attempts; it doubles up to POLL_MAX_MS. */
 export const POLL_MIN_MS = 5
@@ -27,9 +27,13 @@ export class RedisTenantKeys implements TenantKeys {
   /** Waiters of this replica by key id: a release here wakes them before their next poll. */
   readonly #local = new Map<string, Set<() => void>>()
 
-  constructor (conn: RedisConnection, opts: { runTtlMs: number }) {
+  /** Most unresolved uncertain writes a tenant's list keeps. */
+  readonly #maxUncertain: number
+
+  constructor (conn: RedisConnection, opts: { runTtlMs: number, maxUncertainPerTenant?: number }) {
     this.#conn = conn
     this.#slackMs = opts.runTtlMs
+    this.#maxUncertain = opts.maxUncertainPerTenant ?? MAX_TENANT_UNCERTAIN
   }
 
   async acquireKey (tenant: string, key: string, request: KeyRequest): Promise<KeyGrant> {
@@ -55,9 +59,9 @@ export class RedisTenantKeys implements TenantKeys {
     const conn = this.#conn
     const h = request.holder
     const answer = await conn.eval(ACQUIRE_KEY,
-      [conn.key('tkey', id), conn.key('tfence', id), conn.key('tqueue', id), conn.key('tunck', id), conn.key('tunc', tenant)],
+      [conn.key('tkey', id), conn.key('tfence', id), conn.key('tqueue', id), conn.key('tunck', id), conn.key('tunc', tenant), conn.key('tunca', tenant)],
       [waiter, request.leaseMs, h.operationId, h.runId, h.callId, h.tool, h.write ? 1 : 0, request.waitMs > 0 ? 1 : 0,
-        WAITER_HEARTBEAT_MS, conn.key('twait', ''), conn.key('run', ''), key, this.#slackMs]) as [string, string?]
+        WAITER_HEARTBEAT_MS, conn.key('twait', ''), key, this.#slackMs]) as [string, string?]
     if (answer[0] === 'held') return { kind: 'held', token: answer[1]! }
     if (answer[0] === 'uncertain') return { kind: 'uncertain', by: JSON.parse(answer[1]!) as TenantUncertainty }
     return undefined
@@ -98,20 +102,21 @@ export class RedisTenantKeys implements TenantKeys {
   async noteTenantUncertain (tenant: string, entries: readonly TenantUncertainty[]): Promise<void> {
     if (entries.length === 0) return
     const conn = this.#conn
-    const args: string[] = []
+    const args: Array<string | number> = [this.#maxUncertain]
     for (const e of entries) {
       args.push(e.operationId, JSON.stringify(e), e.tenantScoped && e.conflictKey !== null ? conn.key('tunck', tenantKeyId(tenant, e.conflictKey)) : '')
     }
-    await conn.eval(NOTE_UNCERTAIN, [conn.key('tunc', tenant)], args)
+    const dropped = await conn.eval(NOTE_UNCERTAIN, [conn.key('tunc', tenant), conn.key('tunca', tenant)], args) as number
+    if (dropped > 0) conn.logger?.warn({ tenant, dropped, limit: this.#maxUncertain }, 'too many unresolved uncertain writes for one tenant: the oldest are no longer kept')
   }
 
   async forgetTenantUncertain (tenant: string, operationIds: readonly string[]): Promise<void> {
     if (operationIds.length === 0) return
-    await this.#conn.eval(FORGET_UNCERTAIN, [this.#conn.key('tunc', tenant)], [...operationIds])
+    await this.#conn.eval(FORGET_UNCERTAIN, [this.#conn.key('tunc', tenant), this.#conn.key('tunca', tenant)], [...operationIds])
   }
 
   async listTenantUncertain (tenant: string): Promise<TenantUncertainty[]> {
-    const raw = await this.#conn.eval(LIST_UNCERTAIN, [this.#conn.key('tunc', tenant)], [this.#conn.key('run', '')]) as string[]
+    const raw = await this.#conn.eval(LIST_UNCERTAIN, [this.#conn.key('tunc', tenant), this.#conn.key('tunca', tenant)], [this.#conn.key('run', '')]) as string[]
     return raw.map((text) => JSON.parse(text) as TenantUncertainty).sort(byAge)
   }
 }

@@ -26,6 +26,8 @@ export interface RedisStoreOptions {
   maxRunsPerTenant?: number
   /** Most runs of one tenant with a waiting batch; one more is refused (TenantWaitingQuotaError). @default no bound */
   maxWaitingPerTenant?: number
+  /** Most unresolved uncertain writes one tenant's list keeps (GET /v1/uncertain); past it the oldest are dropped. @default MAX_TENANT_UNCERTAIN */
+  maxUncertainPerTenant?: number
   /** Receipts outlive their run by at least this long. */
   receiptRetentionMs: number
   /** A command unanswered this long fails (503 to the client). @default 5000 */
@@ -53,7 +55,7 @@ export class RedisStore extends ComposedStore {
   constructor (opts: RedisStoreOptions) {
     const url = parseStoreUrl(opts.url)
     const prefix = opts.prefix ?? url.prefix
-    for (const name of ['runTtlMs', 'maxRuns', 'maxRunsPerTenant', 'maxWaitingPerTenant', 'receiptRetentionMs', 'commandTimeoutMs', 'maxUpdateAttempts'] as const) {
+    for (const name of ['runTtlMs', 'maxRuns', 'maxRunsPerTenant', 'maxWaitingPerTenant', 'maxUncertainPerTenant', 'receiptRetentionMs', 'commandTimeoutMs', 'maxUpdateAttempts'] as const) {
       const v = opts[name]
       if (v !== undefined && (!Number.isSafeInteger(v) || v < (name === 'receiptRetentionMs' ? 0 : 1))) {
         throw new TypeError(`Expected \`${name}\` of the Redis store to be a positive integer, got ${String(v)}`)
@@ -78,7 +80,7 @@ export class RedisStore extends ComposedStore {
       uncertain: new RedisUncertainWrites(conn, bounds),
       writes: new RedisWriteAhead(conn, bounds),
       cancel,
-      keys: new RedisTenantKeys(conn, bounds),
+      keys: new RedisTenantKeys(conn, { runTtlMs: opts.runTtlMs, maxUncertainPerTenant: opts.maxUncertainPerTenant }),
       backends: [{
         // Redis answers a PING, and the cancel subscription (once there is one) is connected.
         ready: async () => cancel.connected() && await conn.ready(),

@@ -30,7 +30,21 @@ export interface TenantUncertainty {
   cause: string
   /** Epoch ms at which it was recorded. */
   since: number
+  /**
+   * The incarnation of the run that made it (incarnationKey), when known:
+   * a run-scoped entry is listed only while that incarnation is held, never
+   * under a later run that reuses the id. Not shown to callers.
+   */
+  incarnation?: string | undefined
 }
+
+/**
+ * Most unresolved uncertain writes one tenant's list keeps; past that the
+ * oldest is dropped. A tenant-scoped one stays until it is resolved, even
+ * after its run is gone, so without a bound the list of a tenant that never
+ * resolves any would only grow.
+ */
+export const MAX_TENANT_UNCERTAIN = 10_000
 
 /** What a call asking for a tenant key is given. */
 export type KeyGrant =
@@ -74,7 +88,11 @@ export interface TenantKeys {
   noteTenantUncertain (tenant: string, entries: readonly TenantUncertainty[]): Promise<void>
   /** The writes are no longer unresolved (resolved, or dropped from their run). */
   forgetTenantUncertain (tenant: string, operationIds: readonly string[]): Promise<void>
-  /** The tenant's unresolved uncertain writes whose runs are held, oldest first. */
+  /**
+   * The tenant's unresolved uncertain writes, oldest first: every
+   * tenant-scoped one until it is resolved (its run may be gone: it still
+   * blocks its key), and the run-scoped ones of runs still held.
+   */
   listTenantUncertain (tenant: string): Promise<TenantUncertainty[]>
 }
 

@@ -17,6 +17,7 @@ import { type Clock, systemClock } from '../clock.js'
 import { type AttemptOutcome, Recovery, type RecoveryTarget, type Resolving, StatusClient } from './recovery.js'
 import type { Outcome, Resolved, ResolvedHow } from './types.js'
 import type { Uncertainty } from '../model/uncertainty.js'
+import { type Incarnation, incarnationKey } from '../model/incarnation.js'
 
 /**
  * Resolves one unresolved uncertainty: settles an action's receipt first,
@@ -94,8 +95,19 @@ export interface UncertainWritesOptions {
 }
 
 /** An uncertainty of a run as its tenant's list holds it. */
-export function tenantEntry (runId: string, u: Uncertainty): TenantUncertainty {
-  return { operationId: u.operationId, runId, callId: u.callId, tool: u.tool, conflictKey: u.conflictKey, tenantScoped: u.tenantKey === true, cause: u.cause ?? 'unknown', since: u.since }
+/** An uncertainty of a run as its tenant's list keeps it, with the run's incarnation when it is known. */
+export function tenantEntry (run: { runId: string, incarnation?: Incarnation | undefined }, u: Uncertainty, tenantScoped = u.tenantKey === true): TenantUncertainty {
+  return {
+    operationId: u.operationId,
+    runId: run.runId,
+    callId: u.callId,
+    tool: u.tool,
+    conflictKey: u.conflictKey,
+    tenantScoped,
+    cause: u.cause ?? 'unknown',
+    since: u.since,
+    ...(run.incarnation === undefined ? {} : { incarnation: incarnationKey(run.incarnation) })
+  }
 }
 
 /** A status question waits at most this long, whatever the tool's own timeout. */
@@ -136,12 +148,14 @@ export class UncertainWrites {
    * uncertainty, so that if this replica dies in between, an index entry
    * without its uncertainty is all that is left (harmless), never the reverse.
    */
-  async noteAdded (runId: string, change: UncertainChange, tenant?: string): Promise<void> {
+  async noteAdded (runId: string, change: UncertainChange, tenant?: string, createdAt?: number): Promise<void> {
     if (change.added.length === 0) return
     const store = this.#opts.store
     const index = store.indexUncertain(runId, change.added.map((u) => u.operationId))
+    if (tenant === undefined) return await index
     // The tenant's list too (GET /v1/uncertain; a tenant-scoped key blocks every run's writes with it).
-    await Promise.all(tenant === undefined ? [index] : [index, store.noteTenantUncertain(tenant, change.added.map((u) => tenantEntry(runId, u)))])
+    const run = { runId, incarnation: createdAt === undefined ? undefined : { tenant, createdAt } }
+    await Promise.all([index, store.noteTenantUncertain(tenant, change.added.map((u) => tenantEntry(run, u)))])
   }
 
   /**

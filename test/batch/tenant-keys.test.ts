@@ -7,6 +7,8 @@
  * GET /v1/uncertain lists it.
  */
 import t from 'tap'
+import { MemoryStore } from '../../src/store/memory.js'
+import { FakeClock } from '../clock.js'
 import { buildTestApp, get, holdCalls, post, sleep, startExecutor, tool } from '../helper.js'
 
 const SECRET = 'hunter2-never-logged'
@@ -139,5 +141,38 @@ t.test('an unresolved uncertain write with a tenant key blocks later writes with
   t.equal(resolved.status, 200)
   t.same((await get(app, '/v1/uncertain')).body, { uncertain: [] })
   const again = await send(app, b, [{ id: 'w3', name: 'edit', arguments: { k: 'readme', x: 3 } }])
+  t.equal(again.body.results[0].status, 'ok', 'resolved: the key is free again')
+})
+
+t.test("a tenant-scoped uncertain write outlives its run: once the run has expired it still blocks the key from the tenant's other runs, is listed, and is resolved by hand", async (t) => {
+  const clock = new FakeClock()
+  const store = new MemoryStore({ runTtlMs: 60_000, maxRuns: 100, receiptRetentionMs: 3_600_000, maxReceipts: 100, clock, sweepIntervalMs: 0 })
+  const ex = await startExecutor(t)
+  ex.on('edit', (call, _req, reply) => call.callId === 'lost' ? reply.code(503).send({ error: 'down' }) : { content: 'edited' })
+  const { app } = await buildTestApp(t, { store, clock, config: { runTtlSeconds: 60 }, tools: [tool('edit', ex.url, { conflictKey: 'file:{/k}', conflictScope: 'tenant' })] })
+  const ra = await post(app, '/v1/runs', { runId: 'short-lived' })
+  t.equal(ra.status, 201)
+  const lost = await send(app, 'short-lived', [{ id: 'lost', name: 'edit', arguments: { k: 'readme' } }])
+  t.equal(lost.body.results[0].status, 'uncertain')
+  const operationId = lost.body.results[0].details.operationId as string
+
+  clock.advance(61_000)
+  t.equal((await get(app, '/v1/runs/short-lived')).status, 404, 'the run has expired')
+  const b = await newRun(app)
+  const blocked = await send(app, b, [{ id: 'w1', name: 'edit', arguments: { k: 'readme', x: 2 } }])
+  t.equal(blocked.body.results[0].status, 'blocked', 'the key stays blocked: the write may have changed the resource')
+  t.match(blocked.body.results[0].details, { reason: 'unresolved_uncertain_write', blockedByOperation: operationId, blockedByRun: 'short-lived' })
+  t.equal(ex.calls.filter((c) => c.callId === 'w1').length, 0, 'and nothing was sent')
+  t.match((await get(app, '/v1/uncertain')).body, { uncertain: [{ operationId, runId: 'short-lived', conflictScope: 'tenant' }] })
+
+  const recheck = await post(app, `/v1/receipts/${operationId}/resolve`, { recheck: true })
+  t.equal(recheck.status, 409)
+  t.equal(recheck.body.code, 'no_status_url')
+  t.match(recheck.body.detail, /run is gone/)
+  const resolved = await post(app, `/v1/receipts/${operationId}/resolve`, { status: 'committed' })
+  t.equal(resolved.status, 200)
+  t.match(resolved.body, { operationId, runId: 'short-lived', resolved: true, how: 'manual' })
+  t.same((await get(app, '/v1/uncertain')).body, { uncertain: [] })
+  const again = await send(app, b, [{ id: 'w2', name: 'edit', arguments: { k: 'readme', x: 3 } }])
   t.equal(again.body.results[0].status, 'ok', 'resolved: the key is free again')
 })

@@ -32,7 +32,7 @@ function composed (t: Test, backends: StoreBackend[] = []): { store: ComposedSto
   t.teardown(() => journal.close())
   const uncertain = new MemoryUncertainWrites(runs, now)
   const writes = new MemoryWriteAhead(runs, uncertain, now)
-  const store = new ComposedStore({ runs, batches: runs.answers, receipts: journal, uncertain, writes, cancel: new MemoryCancelBus(), keys: new MemoryTenantKeys(clock, (runId) => runs.has(runId)), backends })
+  const store = new ComposedStore({ runs, batches: runs.answers, receipts: journal, uncertain, writes, cancel: new MemoryCancelBus(), keys: new MemoryTenantKeys(clock, (runId) => runs.has(runId) ? 'held' : undefined), backends })
   return { store, journal }
 }
 

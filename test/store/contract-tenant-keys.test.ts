@@ -142,7 +142,7 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal((await store.acquireKey('acme', 'file:a', request('op_dead'))).kind, 'held', 'the same operation (an idempotent retry) is not blocked by itself')
   })
 
-  t.test("the tenant's uncertain writes: listed oldest first, once; a tenant-scoped one blocks writes with its key until forgotten; one of a gone run is dropped", async (t) => {
+  t.test("the tenant's uncertain writes: listed oldest first, once; a tenant-scoped one blocks writes with its key until forgotten, even once its run is gone; a run-scoped one goes with its run", async (t) => {
     const { store, peer, now } = await h.open(t)
     await store.createRun(makeRun('r1', now()))
     await store.createRun(makeRun('r2', now()))
@@ -150,14 +150,18 @@ async function contract (t: Test, h: Harness): Promise<void> {
       entry('op_b', { since: 1_800_000_000_002 }),
       entry('op_a', { since: 1_800_000_000_001, runId: 'r2', conflictKey: null, tenantScoped: false }),
       entry('op_c', { since: 1_800_000_000_003, conflictKey: 'file:c', tenantScoped: false }),
-      entry('op_gone', { runId: 'r_gone' })
+      entry('op_gone', { since: 1_800_000_000_004, runId: 'r_gone', conflictKey: 'file:g' }),
+      entry('op_gone_run', { since: 1_800_000_000_005, runId: 'r_gone', conflictKey: 'file:h', tenantScoped: false })
     ])
     await store.noteTenantUncertain('acme', [entry('op_b', { since: 1 })])
     t.same(await peer.listTenantUncertain('acme'), [
       entry('op_a', { since: 1_800_000_000_001, runId: 'r2', conflictKey: null, tenantScoped: false }),
       entry('op_b', { since: 1_800_000_000_002 }),
-      entry('op_c', { since: 1_800_000_000_003, conflictKey: 'file:c', tenantScoped: false })
-    ])
+      entry('op_c', { since: 1_800_000_000_003, conflictKey: 'file:c', tenantScoped: false }),
+      entry('op_gone', { since: 1_800_000_000_004, runId: 'r_gone', conflictKey: 'file:g' })
+    ], 'the run-scoped write of a gone run is dropped; the tenant-scoped one stays')
+    t.same(await peer.acquireKey('acme', 'file:g', request('op_g2', {}, { runId: 'r2' })), { kind: 'uncertain', by: entry('op_gone', { since: 1_800_000_000_004, runId: 'r_gone', conflictKey: 'file:g' }) },
+      'a tenant-scoped write whose run is gone still blocks its key')
     t.same(await peer.listTenantUncertain('other'), [], 'another tenant sees none')
     const blocked = await peer.acquireKey('acme', 'file:a', request('op_new', {}, { runId: 'r2' }))
     t.same(blocked, { kind: 'uncertain', by: entry('op_b', { since: 1_800_000_000_002 }) })
@@ -165,6 +169,34 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.equal((await peer.acquireKey('other', 'file:a', request('op_x'))).kind, 'held', "another tenant's key is not blocked")
     await store.forgetTenantUncertain('acme', ['op_b', 'op_never'])
     t.equal((await peer.acquireKey('acme', 'file:a', request('op_new'))).kind, 'held', 'resolved: the key is free')
-    t.same((await store.listTenantUncertain('acme')).map((e) => e.operationId), ['op_a', 'op_c'])
+    t.same((await store.listTenantUncertain('acme')).map((e) => e.operationId), ['op_a', 'op_c', 'op_gone'])
+    await store.forgetTenantUncertain('acme', ['op_gone'])
+    t.equal((await peer.acquireKey('acme', 'file:g', request('op_g3'))).kind, 'held', 'resolved by hand: the key of the gone run is free')
+  })
+
+  t.test("a run-scoped uncertain write is listed while its run's incarnation is held, not under a later run of the same id", async (t) => {
+    const { store, peer, now } = await h.open(t)
+    const run = makeRun('r1', now())
+    await store.createRun(run)
+    const mine = `${run.createdAt} ${run.tenant}`
+    await store.noteTenantUncertain('acme', [
+      entry('op_mine', { since: 1_800_000_000_001, conflictKey: null, tenantScoped: false, incarnation: mine }),
+      entry('op_earlier', { since: 1_800_000_000_002, conflictKey: null, tenantScoped: false, incarnation: `${run.createdAt - 60_000} ${run.tenant}` }),
+      entry('op_other_tenant', { since: 1_800_000_000_003, conflictKey: null, tenantScoped: false, incarnation: `${run.createdAt} beta` }),
+      entry('op_keyed', { since: 1_800_000_000_004, incarnation: `${run.createdAt - 60_000} ${run.tenant}` })
+    ])
+    t.same((await peer.listTenantUncertain('acme')).map((e) => e.operationId), ['op_mine', 'op_keyed'],
+      "an earlier incarnation's run-scoped writes are not listed under this run; a tenant-scoped one stays whatever became of its run")
+  })
+
+  t.test("past the tenant's bound the oldest uncertain writes are dropped", async (t) => {
+    const { store, peer, now } = await h.open(t, { maxUncertainPerTenant: 3 })
+    await store.createRun(makeRun('r1', now()))
+    await store.noteTenantUncertain('acme', [entry('op_1', { since: 1_800_000_000_001 }), entry('op_2', { since: 1_800_000_000_002 })])
+    await store.noteTenantUncertain('acme', [entry('op_3', { since: 1_800_000_000_003 }), entry('op_4', { since: 1_800_000_000_004, conflictKey: 'file:b' })])
+    t.same((await peer.listTenantUncertain('acme')).map((e) => e.operationId), ['op_2', 'op_3', 'op_4'])
+    await store.forgetTenantUncertain('acme', ['op_3'])
+    await store.noteTenantUncertain('acme', [entry('op_5', { since: 1_800_000_000_005 })])
+    t.same((await peer.listTenantUncertain('acme')).map((e) => e.operationId), ['op_2', 'op_4', 'op_5'], 'a forgotten one leaves room')
   })
 }

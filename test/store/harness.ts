@@ -20,7 +20,7 @@ type Tap = { teardown: (fn: () => unknown) => void }
 
 export const REDIS_URL = process.env.TOOLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
-export interface Bounds { runTtlMs: number, maxRuns: number, receiptRetentionMs: number, maxRunsPerTenant?: number, maxWaitingPerTenant?: number }
+export interface Bounds { runTtlMs: number, maxRuns: number, receiptRetentionMs: number, maxRunsPerTenant?: number, maxWaitingPerTenant?: number, maxUncertainPerTenant?: number }
 
 /** One store under test, a second client of the same data, and its clock. */
 export interface Opened {
