@@ -66,6 +66,12 @@ export interface RunDeps extends EngineDeps {
 export interface BatchRequest {
   runId: string
   tenant: string
+  /**
+   * The creation time of the run the caller is bound to (an MCP session's
+   * run): a run of the id created since is another run (SPEC section 19),
+   * and the batch answers run_not_found. Unset: whichever run holds the id.
+   */
+  createdAt?: number | undefined
   /** The id of the request that brought the batch: its log lines carry it. */
   reqId?: string
   /** The name of the caller's key, when it has one (never the key), for its log lines. */

@@ -220,7 +220,7 @@ export class BatchEngine {
    */
   async #resume (req: BatchRequest, calls: IdentifiedCalls): Promise<BatchAnswer> {
     const resumed = await this.#deps.store.updateRun(req.runId, (run): Extract<Start, { kind: 'started' | 'busy' | 'not_active' | 'waiting' }> => {
-      ownedRun(run, req.tenant, req.runId)
+      ownedRun(run, req.tenant, req.runId, req.createdAt)
       const now = this.#deps.clock.now()
       if (isWaiting(run, req.batchId)) return { kind: 'waiting', body: this.answerWaiting(run, run.waiting) }
       if (leased(run, now)) return { kind: 'busy' }
@@ -295,7 +295,7 @@ export class BatchEngine {
 
   /** Inside the run's atomic update, with the run's entry for this batch id: record it and take the lease, or say why not. */
   #start (run: RunRecord, entry: BatchIdEntry, req: BatchRequest, requestHash: string, tokens: number): Start {
-    ownedRun(run, req.tenant, req.runId)
+    ownedRun(run, req.tenant, req.runId, req.createdAt)
     const now = this.#deps.clock.now()
     const known = entry.requestHash
     // A batch under a shared lease joins it where its run's lease is that one's, on this replica.

@@ -89,8 +89,8 @@ export class McpGateway {
     const sessionId = r.raw.headers['mcp-session-id']
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId)
-      // Another tenant's session, or one opened on another path, does not exist for this caller.
-      if (session === undefined || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return this.#refuse(r, 404, 'Session not found')
+      // A session opened with another key (another tenant's, or one of the same tenant with other scopes), or on another path, does not exist for this caller.
+      if (session === undefined || session.owner.keyId !== r.principal.keyId || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return this.#refuse(r, 404, 'Session not found')
       session.lastSeen = this.#o.clock.now()
       if (session.lean(r.raw, r.res, r.body, (id) => this.#pending.has(`${sessionId} ${String(id)}`), r.hijack)) return null
       r.hijack()
@@ -117,16 +117,19 @@ export class McpGateway {
   async #open (r: McpRequest): Promise<Refusal | null> {
     const { tenant } = r.principal
     let runId: string
+    let createdAt: number
     let ownsRun = false
     if (r.boundRunId !== null) {
       // Throws run_not_found (another tenant's run does not exist either); a run that is no longer active still binds: its calls say it ended.
-      runId = (await this.#o.runs.get(tenant, r.boundRunId)).runId
+      ;({ runId, createdAt } = await this.#o.runs.get(tenant, r.boundRunId))
     } else {
-      runId = (await this.#o.runs.create(tenant, {})).runId
+      const view = await this.#o.runs.create(tenant, {})
+      runId = view.runId
+      createdAt = Date.parse(view.createdAt)
       ownsRun = true
     }
     const session = new McpSession(
-      { tenant, scopes: r.principal.scopes, keyName: r.principal.name, runId, ownsRun, path: r.path },
+      { tenant, keyId: r.principal.keyId, scopes: r.principal.scopes, keyName: r.principal.name, runId, createdAt, ownsRun, path: r.path },
       {
         runs: this.#o.runs,
         tools: this.#o.tools,
@@ -146,7 +149,7 @@ export class McpGateway {
     if (session.id === undefined || !this.#sessions.has(session.id)) {
       // The transport refused the initialize (a header it needs, say): nothing stays behind.
       await session.close().catch(() => {})
-      if (ownsRun) await this.#o.runs.end(tenant, runId).catch(() => {})
+      if (ownsRun) await this.#o.runs.end(tenant, runId, createdAt).catch(() => {})
     }
     return null
   }
@@ -166,7 +169,7 @@ export class McpGateway {
     this.#gauge.set(this.#sessions.size)
     for (const key of this.#pending.keys()) if (key.startsWith(`${id} `)) this.#pending.delete(key)
     if (session.owner.ownsRun) {
-      await this.#o.runs.end(session.owner.tenant, session.owner.runId).catch((err: unknown) => {
+      await this.#o.runs.end(session.owner.tenant, session.owner.runId, session.owner.createdAt).catch((err: unknown) => {
         if (!(err instanceof ProblemError && err.code === 'run_not_found')) this.#o.logger.warn({ runId: session.owner.runId, err: { message: (err as Error).message } }, 'MCP session closed, its run could not be ended')
       })
     }

@@ -66,7 +66,7 @@ export function toolResultOf (answer: TurnAnswer, raw?: ToolCallResult): McpTool
 
 /** The answer to every call once the run is no longer active: an error the model can read, nothing ran. */
 export function runEndedResult (callId: string, state: string, terminationReason: string | undefined): McpToolResult {
-  const why = terminationReason === undefined ? '' : ` (${terminationReason})`
+  const why = terminationReason === undefined || terminationReason === state ? '' : ` (${terminationReason})`
   const text = JSON.stringify({ error: 'run_not_active', state, ...(terminationReason === undefined ? {} : { terminationReason }), message: `This agent run has ${state === 'ended' ? 'ended' : `been ${state}`}${why}; no more tool calls run in it.` })
   return {
     content: [{ type: 'text', text }],

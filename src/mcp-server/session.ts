@@ -18,7 +18,7 @@ import { runEndedResult } from './results.js'
 import type { OneCallTurns, UserDecision } from './turns.js'
 import { LeanAnswers, plainToolsCall } from './lean-answers.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { RunOptions } from '../model/run.js'
+import type { RunOptions, RunRecord } from '../model/run.js'
 
 /** The version toolgate reports as an MCP server. */
 
@@ -26,12 +26,16 @@ import type { RunOptions } from '../model/run.js'
 interface Offered { tools: Array<{ name: string, tool: Tool }>, options: RunOptions }
 const SERVER_INFO = { name: 'toolgate', version: '0.1.0' }
 
-/** Who opened the session, and on which run. */
+/** Who opened the session (with which key), and on which run. */
 export interface SessionOwner {
   tenant: string
+  /** The key that opened it: a request with another key, even of the same tenant, does not find the session. */
+  keyId: string
   scopes: ReadonlySet<string>
   keyName?: string | undefined
   runId: string
+  /** The run's creation time: a run of the id created later (after this one expired) is not the session's. */
+  createdAt: number
   /** The session created its run (`/mcp`): its DELETE ends the run. */
   ownsRun: boolean
   /** The path it was opened on; requests on another path do not find it. */
@@ -103,7 +107,13 @@ export class McpSession {
       this.#logLevel = request.params.level
       return {}
     })
-    this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.#offered()).tools.map(({ name, tool }) => describe(name, tool)) }))
+    this.server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const offered = await this.#offered().catch((err: unknown) => {
+        if (err instanceof ProblemError && err.code === 'run_not_found') throw new McpError(ErrorCode.InvalidRequest, `The run of this session (${owner.runId}) has ended and is gone: open a new session.`)
+        throw err
+      })
+      return { tools: offered.tools.map(({ name, tool }) => describe(name, tool)) }
+    })
     this.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const { name } = request.params
       // Its place among the run's calls is taken as it arrives, before anything is awaited.
@@ -121,7 +131,7 @@ export class McpSession {
       if (match === undefined) {
         deps.turns.withdraw(owner.runId, arrival)
         // A run that is gone answers every call so, an unknown tool's too (a rare path: the run is read).
-        const gone = await deps.runs.get(owner.tenant, owner.runId).then(() => false, (err: unknown) => err instanceof ProblemError && err.code === 'run_not_found')
+        const gone = await this.#run().then(() => false, (err: unknown) => err instanceof ProblemError && err.code === 'run_not_found')
         if (gone) return runEndedResult('', 'ended', undefined)
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`)
       }
@@ -138,6 +148,7 @@ export class McpSession {
       const elicitation = this.server.getClientCapabilities()?.elicitation !== undefined
       const result = await deps.turns.run({
         runId: owner.runId,
+        createdAt: owner.createdAt,
         tenant: owner.tenant,
         scopes: owner.scopes,
         keyName: owner.keyName,
@@ -192,6 +203,12 @@ export class McpSession {
     const inner = this.transport.onmessage
     this.transport.onmessage = (message, extra) => {
       this.#deps.onMessage('in', message)
+      const invalid = invalidParams(message)
+      if (invalid !== null && 'id' in message) {
+        // The SDK would answer its schema's error as -32603 (internal); JSON-RPC's is -32602, and the message says what is wrong.
+        void this.transport.send({ jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: invalid } }, { relatedRequestId: message.id }).catch(() => {})
+        return
+      }
       const spans = this.#spans
       if (spans === null || !('method' in message)) {
         inner?.(message, extra)
@@ -255,7 +272,7 @@ export class McpSession {
 
   /** The run's tools as this session's key may see them, each under its model-safe name, and the run's options. */
   async #offered (): Promise<Offered> {
-    const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
+    const run = await this.#run()
     this.#options ??= run.options
     const tools = offeredTools(this.#deps.tools.list(), run.options.tools, this.owner.scopes, (name) => this.#deps.tools.quarantined(name)).map((tool) => ({ name: this.#deps.tools.modelName(tool.name), tool }))
     return { tools, options: run.options }
@@ -268,8 +285,15 @@ export class McpSession {
    * call's own business (the engine reads the run for it).
    */
   async #runOptions (): Promise<RunOptions> {
-    this.#options ??= (await this.#deps.runs.get(this.owner.tenant, this.owner.runId)).options
+    this.#options ??= (await this.#run()).options
     return this.#options
+  }
+
+  /** The session's run; run_not_found once it is gone, even when a run of its id was created since. */
+  async #run (): Promise<RunRecord> {
+    const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
+    if (run.createdAt !== this.owner.createdAt) throw new ProblemError('run_not_found', `No run ${this.owner.runId}`)
+    return run
   }
 
   /**
@@ -293,6 +317,24 @@ export class McpSession {
     const reason = answer.content.reason
     return { approve: answer.content.approve, ...(typeof reason === 'string' && reason !== '' ? { reason } : {}) }
   }
+}
+
+/** What is wrong with the params of a `tools/call` or `logging/setLevel` request, or null (other messages are the SDK's to check). */
+function invalidParams (message: JSONRPCMessage): string | null {
+  if (!('method' in message)) return null
+  const params = message.params as Record<string, unknown> | undefined
+  if (message.method === 'tools/call') {
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) return 'tools/call needs params: {"name": "<tool>", "arguments": {...}}.'
+    if (typeof params.name !== 'string') return 'tools/call needs params.name, the name of a tool, as a string.'
+    const args = params.arguments
+    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return 'tools/call params.arguments must be an object.'
+    return null
+  }
+  if (message.method === 'logging/setLevel') {
+    const level = params?.level
+    if (typeof level !== 'string' || !(LEVELS as readonly string[]).includes(level)) return `logging/setLevel needs params.level, one of ${LEVELS.join(', ')}.`
+  }
+  return null
 }
 
 /** A tool as `tools/list` offers it: the definition's own description and schema, and hints from its flags. */

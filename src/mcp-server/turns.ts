@@ -42,6 +42,8 @@ const BUSY_RETRY_CAP_MS = 500
 /** One `tools/call`, its tool resolved to a name the run offers. */
 export interface OneCall {
   runId: string
+  /** The creation time of the session's run: a later run of the id is not its run. */
+  createdAt: number
   tenant: string
   scopes: ReadonlySet<string>
   keyName?: string | undefined
@@ -120,6 +122,7 @@ export class OneCallTurns {
     try {
       const req: BatchRequest = {
         runId: call.runId,
+        createdAt: call.createdAt,
         tenant: call.tenant,
         scopes: call.scopes,
         ...(call.keyName === undefined ? {} : { keyName: call.keyName }),
@@ -319,7 +322,10 @@ const NOTHING: Answered = Object.freeze({ kind: 'ended', result: null })
 function endedResult (err: unknown, req: BatchRequest): Answered | null {
   if (!(err instanceof ProblemError)) throw err
   const callId = req.calls[0]!.id
-  if (err.code === 'run_not_active') return { kind: 'ended', result: runEndedResult(callId, 'terminated', err.extra?.terminationReason as string | undefined) }
+  if (err.code === 'run_not_active') {
+    const reason = err.extra?.terminationReason as string | undefined
+    return { kind: 'ended', result: runEndedResult(callId, reason === 'ended' || reason === 'cancelled' ? reason : 'terminated', reason) }
+  }
   if (err.code === 'run_not_found') return { kind: 'ended', result: runEndedResult(callId, 'ended', undefined) }
   if (err.code !== 'run_busy') throw err
   return null

@@ -91,8 +91,9 @@ export class RunService {
     return result.value.run
   }
 
-  async end (tenant: string, runId: string): Promise<RunView> {
-    await this.get(tenant, runId)
+  /** Ends the run; with `createdAt`, only the run of the id created then (a later run of the id is run_not_found). */
+  async end (tenant: string, runId: string, createdAt?: number): Promise<RunView> {
+    ownedRun(await this.get(tenant, runId), tenant, runId, createdAt)
     // Stored before it is published, as cancel does: the batch that hears it must find the run ended, never still active.
     const reset = this.#options.reset
     const run = await this.#options.store.endRun(runId, this.#clock.now(), reset === undefined ? undefined : (r) => reset(r, 'end'))

@@ -15,8 +15,8 @@ import type { RunRecord, TerminationReason } from '../model/run.js'
  * tenant's run does not exist for them. Thrown, not returned, so that inside
  * an atomic update it leaves that run untouched (not even its idle timer).
  */
-export function ownedRun (run: RunRecord | undefined, tenant: string, runId: string): RunRecord {
-  if (run === undefined || run.tenant !== tenant) throw runNotFound(runId)
+export function ownedRun (run: RunRecord | undefined, tenant: string, runId: string, createdAt?: number): RunRecord {
+  if (run === undefined || run.tenant !== tenant || (createdAt !== undefined && run.createdAt !== createdAt)) throw runNotFound(runId)
   return run
 }
 

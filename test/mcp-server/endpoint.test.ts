@@ -8,6 +8,7 @@ import { buildTestApp, get, holdCalls, post, startExecutor, tool } from '../help
 const KEYS = {
   keys: [
     { key: 'key-acme', tenant: 'acme', roles: ['orchestrator', 'admin'], name: 'acme-agent' },
+    { key: 'key-acme-world', tenant: 'acme', roles: ['orchestrator'], scopes: ['world:admin'], name: 'acme-world' },
     { key: 'key-zeta', tenant: 'zeta', roles: ['orchestrator'] },
     { key: 'key-admin-only', tenant: 'acme', roles: ['admin'] }
   ]
@@ -127,6 +128,12 @@ t.test('once the run has ended every call answers isError saying so', async (t) 
   t.equal(result.isError, true)
   t.equal(result._meta?.['toolgate/reason'], 'run_not_active')
   t.match((result.content as Array<{ text: string }>)[0]!.text, /no more tool calls run/)
+  t.match(JSON.parse((result.content as Array<{ text: string }>)[0]!.text), { state: 'cancelled', message: 'This agent run has been cancelled; no more tool calls run in it.' }, 'the state the run is in')
+  const ended = await post(app as FastifyInstance, '/v1/runs', {}, { authorization: 'Bearer key-acme' })
+  const second = await connect(t, `/v1/runs/${ended.body.runId}/mcp`)
+  await app.inject({ method: 'DELETE', url: `/v1/runs/${ended.body.runId}`, headers: { authorization: 'Bearer key-acme' } })
+  const afterEnd = await second.client.callTool({ name: 'look', arguments: {} })
+  t.match(JSON.parse((afterEnd.content as Array<{ text: string }>)[0]!.text), { state: 'ended', message: 'This agent run has ended; no more tool calls run in it.' })
 })
 
 t.test('concurrent calls of one run never overlap same-key writes', async (t) => {
@@ -149,6 +156,40 @@ t.test('a session id of another tenant is 404 and tells nothing', async (t) => {
   const res = await raw('/mcp', { headers: { authorization: 'Bearer key-zeta', 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' }, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } })
   t.equal(res.status, 404)
   t.equal(((await res.json()) as { error: { message: string } }).error.message, 'Session not found')
+})
+
+t.test("a session is its key's: another key of the same tenant does not find it, so cannot borrow its scopes", async (t) => {
+  const { client, transport } = await connect(t, '/mcp', 'key-acme-world')
+  t.ok((await client.listTools()).tools.some((x) => x.name === 'scoped'), 'the key with the scope is offered the scoped tool')
+  const before = executor.calls.length
+  const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'scoped', arguments: {} } }
+  const res = await raw('/mcp', { headers: { authorization: 'Bearer key-acme', 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' }, body: call })
+  t.equal(res.status, 404, 'a key of the same tenant without the scope')
+  t.equal(((await res.json()) as { error: { message: string } }).error.message, 'Session not found')
+  const list = await raw('/mcp', { headers: { authorization: 'Bearer key-acme', 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' }, body: { jsonrpc: '2.0', id: 3, method: 'tools/list' } })
+  t.equal(list.status, 404)
+  t.equal(executor.calls.length, before, 'nothing was sent')
+  t.equal((await client.callTool({ name: 'scoped', arguments: {} })).isError, false, 'the key that opened it still uses it')
+})
+
+t.test('malformed params of tools/call and logging/setLevel are -32602 saying what is wrong, not internal errors', async (t) => {
+  const { transport } = await connect(t)
+  const headers = { 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' }
+  const cases: Array<[string, unknown, RegExp]> = [
+    ['tools/call', undefined, /needs params/],
+    ['tools/call', { name: 7 }, /params\.name/],
+    ['tools/call', { name: 'look', arguments: [1] }, /arguments must be an object/],
+    ['tools/call', { name: 'look', arguments: 'x' }, /arguments must be an object/],
+    ['logging/setLevel', { level: 'loud' }, /one of debug, info/]
+  ]
+  for (const [method, params, message] of cases) {
+    const res = await raw('/mcp', { headers, body: { jsonrpc: '2.0', id: 9, method, ...(params === undefined ? {} : { params }) } })
+    const text = await res.text()
+    const answer = JSON.parse(text.includes('data:') ? text.split('\ndata: ')[1]!.split('\n')[0]! : text) as { id: number, error?: { code: number, message: string } }
+    t.equal(answer.id, 9)
+    t.equal(answer.error?.code, -32602, `${method} ${JSON.stringify(params)}`)
+    t.match(answer.error?.message, message)
+  }
 })
 
 t.test('requests without a session that are not initialize, and unknown methods, get JSON-RPC errors', async (t) => {
