@@ -115,6 +115,14 @@ export class McpGateway {
 
   /** `initialize`: binds a new session to the path's run, or creates a run with the server's defaults. */
   async #open (r: McpRequest): Promise<Refusal | null> {
+    // What the transport would refuse, refused before a run is created or bound (a refused initialize changes nothing).
+    const accept = r.raw.headers.accept ?? ''
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+      return this.#refuse(r, 406, 'Not Acceptable: Client must accept both application/json and text/event-stream')
+    }
+    if ((r.raw.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/json') {
+      return this.#refuse(r, 415, 'Unsupported Media Type: Content-Type must be application/json')
+    }
     const { tenant } = r.principal
     let runId: string
     let createdAt: number
@@ -147,7 +155,7 @@ export class McpGateway {
     r.res.setHeader('Toolgate-Run-Id', runId)
     await session.transport.handleRequest(r.raw, r.res, r.body)
     if (session.id === undefined || !this.#sessions.has(session.id)) {
-      // The transport refused the initialize (a header it needs, say): nothing stays behind.
+      // The transport refused the initialize after all: nothing stays behind but the run, ended (its tenant's next run may take its place).
       await session.close().catch(() => {})
       if (ownsRun) await this.#o.runs.end(tenant, runId, createdAt).catch(() => {})
     }

@@ -71,7 +71,7 @@ export class RunService {
       created = await this.#options.store.createRun(run)
     } catch (err) {
       if (err instanceof StoreFullError) throw new ProblemError('overloaded', 'Too many runs are busy; try again later.')
-      if (err instanceof TenantRunsQuotaError) throw new ProblemError('quota_exceeded', `This tenant holds ${err.max} runs, its quota (TOOLGATE_MAX_RUNS_PER_TENANT). Ended runs count too, until they expire TOOLGATE_RUN_TTL_SECONDS after their last use: ending more frees nothing sooner.`)
+      if (err instanceof TenantRunsQuotaError) throw new ProblemError('quota_exceeded', `This tenant holds ${err.max} runs, its quota (TOOLGATE_MAX_RUNS_PER_TENANT), and none of them has ended: end one (DELETE /v1/runs/{runId}) to make room, or wait for an idle one to expire.`)
       throw err
     }
     if (!created) throw new ProblemError('run_exists', `Run ${run.runId} exists already.`)

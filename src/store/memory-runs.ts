@@ -70,6 +70,8 @@ export class MemoryRunState implements RunStateStore {
     const quota = this.#opts.maxRunsPerTenant
     if (quota !== undefined && (this.#perTenant.get(run.tenant) ?? 0) >= quota) {
       this.sweep()
+      // Its own ended run goes first, as from a full store: an ended run only waits to expire.
+      if ((this.#perTenant.get(run.tenant) ?? 0) >= quota) this.#evictEndedOf(run.tenant)
       if ((this.#perTenant.get(run.tenant) ?? 0) >= quota) return Promise.reject(new TenantRunsQuotaError(quota))
     }
     if (this.#runs.size >= this.#opts.maxRuns) this.#evictOne()
@@ -222,6 +224,16 @@ export class MemoryRunState implements RunStateStore {
   /** Idle for runTtl, with no batch in flight. */
   expired (run: RunRecord, now: number): boolean {
     return run.inFlight === null && run.lastActiveAt + this.#opts.runTtlMs <= now
+  }
+
+  /** Removes the tenant's ended run that ended first and has no batch in flight, if it has one. */
+  #evictEndedOf (tenant: string): void {
+    for (const runId of this.#ended) {
+      const run = this.#runs.get(runId)
+      if (run?.tenant !== tenant || run.inFlight != null) continue
+      this.#remove(runId)
+      return
+    }
   }
 
   #evictOne (): void {

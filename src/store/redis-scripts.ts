@@ -58,7 +58,9 @@ end
  * most runs per tenant (0: no bound), the run's incarnation (incarnationKey, kept as field `i`),
  * cold part JSON, lease owner, lease batch id.
  * Answers 0 when the run exists, -2 when its tenant holds its quota of runs
- * (checked first: a tenant at its quota evicts nobody), -1 when full, 1 when stored. When full it
+ * (checked first: a tenant at its quota evicts none of the others' runs; it
+ * makes room by evicting its own ended run with the earliest expiry and no
+ * valid lease, if it has one), -1 when full, 1 when stored. When full it
  * evicts one run first, as the memory store does: an ended one, else the
  * least recently used; never one whose lease is valid. A stored run starts
  * with no batch ids, batch answers or journal: those of an earlier run of
@@ -76,7 +78,22 @@ if perTenant > 0 then
     for _, id in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
       if redis.call('EXISTS', ARGV[8] .. 'run:' .. id) == 0 then redis.call('ZREM', KEYS[6], id) end
     end
-    if redis.call('ZCARD', KEYS[6]) >= perTenant then return -2 end
+    if redis.call('ZCARD', KEYS[6]) >= perTenant then
+      -- Its own ended run goes first, as from a full store: an ended run only waits to expire.
+      local victim = nil
+      for _, id in ipairs(redis.call('ZRANGE', KEYS[6], 0, tonumber(ARGV[9]) - 1)) do
+        if redis.call('ZSCORE', KEYS[4], id) then
+          local lease = redis.call('ZSCORE', KEYS[5], id)
+          if not lease or tonumber(lease) <= now then
+            victim = id
+            break
+          end
+        end
+      end
+      if not victim then return -2 end
+      redis.call('DEL', ARGV[8] .. 'run:' .. victim, ARGV[8] .. 'batchids:' .. victim, ARGV[8] .. 'batches:' .. victim)
+      for i = 2, 6 do redis.call('ZREM', KEYS[i], victim) end
+    end
   end
 end
 local maxRuns, prefix, limit = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9])

@@ -192,6 +192,18 @@ t.test('malformed params of tools/call and logging/setLevel are -32602 saying wh
   }
 })
 
+t.test('an initialize the transport cannot answer (Accept, Content-Type) is refused before any run is created', async (t) => {
+  const runs = async (): Promise<number> => (await get(app as FastifyInstance, '/v1/runs?limit=100', { authorization: 'Bearer key-acme' })).body.runs.length
+  const before = await runs()
+  t.ok(before < 100, 'every run is counted')
+  const notAccepted = await raw('/mcp', { headers: { accept: 'application/json' }, body: INITIALIZE })
+  t.equal(notAccepted.status, 406)
+  t.match(((await notAccepted.json()) as { error: { message: string } }).error.message, /Not Acceptable/)
+  const wrongType = await raw('/mcp', { headers: { 'content-type': 'application/merge-patch+json' }, body: INITIALIZE })
+  t.equal(wrongType.status, 415)
+  t.equal(await runs(), before, 'no run was created')
+})
+
 t.test('requests without a session that are not initialize, and unknown methods, get JSON-RPC errors', async (t) => {
   const res = await raw('/mcp', { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } })
   t.equal(res.status, 400)

@@ -30,10 +30,13 @@ t.test('a tenant at TOOLGATE_MAX_RUNS_PER_TENANT is answered 429 quota_exceeded;
   t.match(over.body.detail, /TOOLGATE_MAX_RUNS_PER_TENANT/)
   t.equal((await get(app, '/v1/runs/a3', acme)).status, 404, 'nothing was created')
   t.equal((await post(app, '/v1/runs', { runId: 'b1' }, beta)).status, 201)
+  t.match(over.body.detail, /none of them has ended: end one/, 'the answer says how to make room')
   t.equal((await app.inject({ method: 'DELETE', url: '/v1/runs/a1', headers: acme })).statusCode, 200)
   const afterEnd = await post(app, '/v1/runs', { runId: 'a3' }, acme)
-  t.equal(afterEnd.status, 429, 'an ended run counts until it goes')
-  t.match(afterEnd.body.detail, /Ended runs count too, until they expire TOOLGATE_RUN_TTL_SECONDS after their last use/, 'the answer says ending runs does not free the quota')
+  t.equal(afterEnd.status, 201, "the tenant's ended run makes room")
+  t.equal((await get(app, '/v1/runs/a1', acme)).status, 404, 'by leaving the store')
+  t.equal((await get(app, '/v1/runs/a2', acme)).body.state, 'active', 'its active run stays')
+  t.equal((await post(app, '/v1/runs', { runId: 'a4' }, acme)).status, 429, 'with no ended run left, the quota holds')
 })
 
 t.test('metadata over 16 KiB is 429 quota_exceeded; 16 KiB is fine', async (t) => {

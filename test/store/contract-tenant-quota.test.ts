@@ -1,7 +1,8 @@
 /**
  * The runs quota per tenant (TOOLGATE_MAX_RUNS_PER_TENANT, SPEC section 19),
  * in every store: a tenant at its quota is refused a run, never evicts
- * another tenant's, and gets room again as its runs go.
+ * another tenant's, makes room by evicting its own ended run, and gets room
+ * again as its runs go.
  */
 import type { Test } from 'tap'
 import { TenantRunsQuotaError } from '../../src/store/types.js'
@@ -28,6 +29,21 @@ async function contract (t: Test, h: Harness): Promise<void> {
     await store.createRun(makeRun('a2', now() + 2, { tenant: 'acme' }))
     await t.rejects(store.createRun(makeRun('a3', now() + 3, { tenant: 'acme' })), TenantRunsQuotaError)
     t.equal((await store.getRun('b1'))?.tenant, 'beta', "the other tenant's idle run is still there")
+  })
+
+  t.test("a tenant at its quota makes room with its own ended run (not a cancelled one); another tenant's ended run stays", async (t) => {
+    const { store, peer, now } = await h.open(t, { maxRunsPerTenant: 3 })
+    const at = now()
+    await store.createRun(makeRun('b-ended', at, { tenant: 'beta', state: 'ended', terminationReason: 'ended' }))
+    await store.createRun(makeRun('a-cancelled', at + 1, { tenant: 'acme', state: 'cancelled', terminationReason: 'cancelled' }))
+    await store.createRun(makeRun('a-ended', at + 2, { tenant: 'acme', state: 'ended', terminationReason: 'ended' }))
+    await store.createRun(makeRun('a-active', at + 3, { tenant: 'acme' }))
+    t.equal(await peer.createRun(makeRun('a-new', at + 4, { tenant: 'acme' })), true, 'room was made')
+    t.equal(await store.getRun('a-ended'), undefined, 'by its ended run')
+    t.equal((await store.getRun('a-cancelled'))?.state, 'cancelled', 'a cancelled run stays')
+    t.equal((await store.getRun('a-active'))?.state, 'active')
+    t.equal((await store.getRun('b-ended'))?.tenant, 'beta', "another tenant's ended run stays")
+    await t.rejects(store.createRun(makeRun('a-more', at + 5, { tenant: 'acme' })), TenantRunsQuotaError, 'no ended run left: refused')
   })
 
   t.test('runs that expired give their tenant room again', async (t) => {
