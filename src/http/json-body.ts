@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import sjson from 'secure-json-parse'
 import { ProblemError } from '../errors.js'
-import { MAX_JSON_DEPTH } from '../model/json.js'
+import { MAX_JSON_DEPTH, jsonTextNestsDeeper } from '../model/json.js'
 
 
 /** Whether a parsed JSON value nests deeper than `limit` (the root object is level 1). */
@@ -52,6 +52,10 @@ export function registerJsonBody (app: FastifyInstance): void {
     // on every POST, bodiless ones (cancel) included. A route that needs a body refuses it by its schema.
     if (text.trim() === '') {
       done(null, undefined)
+      return
+    }
+    if (jsonTextNestsDeeper(text, MAX_JSON_DEPTH)) {
+      done(new ProblemError('invalid_request', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`))
       return
     }
     let value: unknown

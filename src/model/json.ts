@@ -12,6 +12,35 @@
  */
 export const MAX_JSON_DEPTH = 64
 
+/**
+ * Whether JSON text nests objects and arrays deeper than `limit` (the
+ * top-level value is level 1), read from the text in one pass, before it is
+ * parsed: parsing a text nested hundreds of thousands deep holds the event
+ * loop for most of a second, and only to refuse it afterwards. For text
+ * that is not valid JSON the answer says nothing; the parse that follows
+ * refuses it.
+ */
+export function jsonTextNestsDeeper (text: string, limit: number): boolean {
+  // Deeper than `limit` takes more than `limit` opening brackets.
+  if (text.length <= limit) return false
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) {
+      inString = true
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--
+    }
+  }
+  return false
+}
+
 /** A JSON object: not null, not an array (its prototype is not checked). */
 export function isObject (value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -4,7 +4,7 @@
  * coerce scalars where the schema leaves no doubt. Every function is pure.
  */
 import type { Tool, ToolLookup } from '../model/tool.js'
-import { MAX_JSON_DEPTH, isPlainObject } from '../model/json.js'
+import { MAX_JSON_DEPTH, isPlainObject, jsonTextNestsDeeper } from '../model/json.js'
 import type { StageResult } from './types.js'
 
 
@@ -65,10 +65,14 @@ export function parseArguments (raw: unknown, maxDepth = MAX_JSON_DEPTH): StageR
   if (raw === undefined || raw === null) return { ok: true, value: {} }
   if (typeof raw !== 'string') return checked(raw, maxDepth)
   if (raw.trim() === '') return { ok: true, value: {} }
+  if (jsonTextNestsDeeper(raw, maxDepth)) return invalid(`arguments nest deeper than ${maxDepth} levels`)
   let parsed: unknown
   try {
     parsed = JSON.parse(raw)
-    if (typeof parsed === 'string') parsed = JSON.parse(parsed)
+    if (typeof parsed === 'string') {
+      if (jsonTextNestsDeeper(parsed, maxDepth)) return invalid(`arguments nest deeper than ${maxDepth} levels`)
+      parsed = JSON.parse(parsed)
+    }
   } catch {
     return invalid('arguments are not valid JSON')
   }
