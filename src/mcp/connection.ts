@@ -10,7 +10,7 @@ import type { McpServerDefinition } from '../../schemas/mcp-server.js'
 import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
 import type { CallRelay } from '../dispatch/relays.js'
-import type { ElicitationAnswer, ElicitationQuestion } from '../approvals/elicitations.js'
+import type { ElicitationAnswer, ElicitationQuestion, QuestionSignals } from '../approvals/elicitations.js'
 import { type BoundedCall, MAX_OTHER_RESPONSE_BYTES, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
 import { CallTimeout } from './call-timeout.js'
 import { classifyCallError, describeFailure } from './classify.js'
@@ -64,7 +64,7 @@ export interface CallHooks {
   /** The caller to relay to (toolgate's own MCP endpoint). */
   relay?: CallRelay | undefined
   /** Puts a server's `elicitation/create` about this call to whoever answers it (SPEC section 18). */
-  elicit?: ((question: ElicitationQuestion, signal: AbortSignal) => Promise<ElicitationAnswer>) | undefined
+  elicit?: ((question: ElicitationQuestion, signals: QuestionSignals) => Promise<ElicitationAnswer>) | undefined
   /** The fencing token of the call's tenant-scoped conflict key (SPEC section 17), sent in `_meta` as `toolgate/fencingToken`. */
   fencingToken?: string | undefined
   /** Told each progress report of this call (the batch's `call.progress` event). */
@@ -84,8 +84,8 @@ const UNAVAILABLE: ExecutorAnswer = Object.freeze({ kind: 'unsent', code: 'serve
  */
 const SDK_TIMEOUT_MS = 2 ** 31 - 1
 
-/** A call in flight: what it brings, and its timeout. */
-interface InFlightCall { hooks: CallHooks, timeout: CallTimeout }
+/** A call in flight: what it brings, its timeout, and a signal aborted when it ends. */
+interface InFlightCall { hooks: CallHooks, timeout: CallTimeout, ended: AbortSignal }
 
 /**
  * One MCP server: its SDK client over stdio (toolgate starts, watches and
@@ -226,13 +226,14 @@ export class McpConnection {
   async #send (client: Client, remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, hooks: CallHooks = {}): Promise<ExecutorAnswer | typeof SESSION_LOST> {
     const { relay } = hooks
     const abort = new AbortController()
+    const ended = new AbortController()
     // The call's timeout, reset by progress up to maxTimeoutMs in all (SPEC §18), and held while a
     // question of the server's waits for its answer. Toolgate's own timers, not the SDK's (which
     // cannot be held): they abort the request with the SDK's own timeout error, so the server is
     // sent notifications/cancelled and the call is a timeout (a write uncertain), as the SDK's would.
     const maxTotalMs = Math.max(timeoutMs, hooks.maxTimeoutMs ?? this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
     const timeout = new CallTimeout(this.#clock, timeoutMs, maxTotalMs, (reason) => { abort.abort(reason) })
-    this.#calls.set(operationId, { hooks, timeout })
+    this.#calls.set(operationId, { hooks, timeout, ended: ended.signal })
     this.#inFlight.set(operationId, { abort: (reason) => { abort.abort(reason) } })
     if (relay !== undefined) this.#relayed.set(operationId, relay)
     try {
@@ -269,6 +270,8 @@ export class McpConnection {
       this.#inFlight.delete(operationId)
       this.#relayed.delete(operationId)
       this.#calls.delete(operationId)
+      // Questions of the call still waiting are withdrawn: no answer to them can matter any more.
+      ended.abort()
     }
   }
 
@@ -283,7 +286,8 @@ export class McpConnection {
    * A server's question about a call: the one it names (by its operation id
    * in `_meta`), else the server's one call in flight; declined when it is
    * about none of them, or one that no one can answer. The call's timeout
-   * is held while the question waits.
+   * is held while the question waits, and the question withdrawn if the
+   * call ends first.
    */
   async #elicit (params: Record<string, unknown>, signal: AbortSignal): Promise<ElicitationAnswer> {
     const named = (params._meta as Record<string, unknown> | undefined)?.[OPERATION_META]
@@ -293,7 +297,7 @@ export class McpConnection {
     if (call === undefined || elicit === undefined || params.mode === 'url' || typeof message !== 'string' || typeof requestedSchema !== 'object' || requestedSchema === null) return { action: 'decline' }
     const resume = call.timeout.pause()
     try {
-      return await elicit({ message, requestedSchema: requestedSchema as Record<string, unknown> }, signal)
+      return await elicit({ message, requestedSchema: requestedSchema as Record<string, unknown> }, { request: signal, call: call.ended })
     } finally {
       resume()
     }

@@ -120,25 +120,33 @@ t.test("the call's timeout does not run while a person is being asked: answered 
 })
 
 /**
- * A server whose tool `ask_then_stall` asks a question, waits for the
- * answer, then works until it is cancelled. `heard` is what its questions
- * were answered.
+ * A server whose tools ask a question, then: `ask_and_return` answers the
+ * call once the test lets it, without waiting for the question's answer;
+ * `ask_then_stall` waits for the answer, then works until it is cancelled.
+ * `heard` is what its questions were answered.
  */
-interface Questioner { url: string, heard: Array<Promise<ElicitResult>>, cancelled: Promise<void> }
+interface Questioner { url: string, heard: Array<Promise<ElicitResult>>, release: () => void, cancelled: Promise<void> }
 
 async function startQuestioner (t: Tap): Promise<Questioner> {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => { release = resolve })
   let cancelled!: () => void
-  const state: Questioner = { url: '', heard: [], cancelled: new Promise((resolve) => { cancelled = resolve }) }
+  const state: Questioner = { url: '', heard: [], release, cancelled: new Promise((resolve) => { cancelled = resolve }) }
   const question = { message: 'Which account?', requestedSchema: { type: 'object' as const, properties: { account: { type: 'string' as const } }, required: ['account'] } }
   const build = (): Server => {
     const server = new Server({ name: 'questioner', version: '1.0.0' }, { capabilities: { tools: {} } })
     const NO_ARGS = { type: 'object' as const, properties: {} }
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: [{ name: 'ask_then_stall', inputSchema: NO_ARGS, annotations: { readOnlyHint: true } }]
+      tools: [{ name: 'ask_and_return', inputSchema: NO_ARGS, annotations: { readOnlyHint: true } }, { name: 'ask_then_stall', inputSchema: NO_ARGS, annotations: { readOnlyHint: true } }]
     }))
-    server.setRequestHandler(CallToolRequestSchema, async (_request, extra) => {
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const heard = extra.sendRequest({ method: 'elicitation/create', params: question }, ElicitResultSchema, { timeout: 600_000 })
       state.heard.push(heard)
+      if (request.params.name === 'ask_and_return') {
+        heard.catch(() => {})
+        await released
+        return { content: [{ type: 'text', text: 'done without the answer' }] }
+      }
       const answer = await heard
       if (!extra.signal.aborted) await new Promise<void>((resolve) => { extra.signal.addEventListener('abort', () => { resolve() }, { once: true }) })
       cancelled()
@@ -151,6 +159,23 @@ async function startQuestioner (t: Tap): Promise<Questioner> {
   state.url = upstream.url
   return state
 }
+
+t.test('a question still waiting when its call ends is withdrawn: gone from the inbox, the server answered cancel, and a later decision refused', async (t) => {
+  const questioner = await startQuestioner(t)
+  const { app, logs } = await elicitingApp(t, { url: questioner.url })
+  const { runId, entry, answer } = await asked(app, 'ask_and_return')
+  questioner.release()
+  const batch = await answer
+  t.equal(batch.body.results[0].status, 'ok')
+  t.match(textOf(batch), /done without the answer/)
+  t.same((await get(app, '/v1/approvals')).body.approvals, [], 'no longer in the inbox')
+  const late = await decide(app, runId, entry.batchId, [{ callId: 'c1', approve: true, content: { account: 'acme' } }])
+  t.equal(late.status, 409)
+  t.equal(late.body.code, 'approval_not_pending')
+  t.same(await questioner.heard[0], { action: 'cancel' }, 'the server is told no answer will come, and never the late decision')
+  t.equal(questioner.heard.length, 1)
+  t.ok(logs.some((l) => l.includes('server question answered') && l.includes('"by":"call_ended"')), 'the withdrawal is logged as the call ending it')
+})
 
 t.test('once a question is answered the idle timeout restarts in full, and the call still ends on it', async (t) => {
   const questioner = await startQuestioner(t)
