@@ -3,7 +3,8 @@
  * section 18): each is a pending approval of that call, answered by whoever
  * decides first: a person (the approvals inbox, API or page), the MCP client
  * that made the call (SPEC section 16), or the clock (expiry answers
- * `cancel`).
+ * `cancel`). A question whose call ends first, or that the server withdraws,
+ * leaves the inbox (answered `cancel`).
  *
  * Unlike a held batch, the call is already running on this replica, its
  * connection to the server waiting for the answer: so the question lives
@@ -25,6 +26,15 @@ export interface ElicitationAnswer { action: 'accept' | 'decline' | 'cancel', co
 
 /** The running call a question is about. */
 export interface QuestionedCall { tenant: string, runId: string, batchId: string, callId: string, tool: string, arguments: Record<string, unknown> }
+
+/** What ends a question before anyone answers it: the server withdrawing its request, or the call it is about ending. */
+export interface QuestionSignals { request: AbortSignal, call: AbortSignal }
+
+/**
+ * Who or what answered a question: a person, the MCP client, expiry, the
+ * server withdrawing it (`server`), or its call ending first (`call_ended`).
+ */
+export type AnsweredBy = 'person' | 'client' | 'expiry' | 'server' | 'call_ended'
 
 /** A question waiting for its answer, as the inbox shows it. */
 export interface PendingElicitation extends PendingApproval { runId: string, batchId: string, elicitation: ElicitationQuestion }
@@ -48,10 +58,11 @@ export interface ElicitationOptions {
   /** The tenant of a run (undefined: it is gone): the question is in that tenant's inbox. */
   tenantOf: (runId: string) => Promise<string | undefined>
   /** Told of each answer: ids and the action only. */
-  onAnswered?: (call: QuestionedCall, action: ElicitationAnswer['action'], by: 'person' | 'client' | 'expiry' | 'server') => void
+  onAnswered?: (call: QuestionedCall, action: ElicitationAnswer['action'], by: AnsweredBy) => void
 }
 
 const DECLINE: ElicitationAnswer = Object.freeze({ action: 'decline' })
+const CANCEL: ElicitationAnswer = Object.freeze({ action: 'cancel' })
 
 export class Elicitations {
   readonly #opts: ElicitationOptions
@@ -70,43 +81,49 @@ export class Elicitations {
    * Puts a server's question about a running call to a person (the inbox)
    * and, when the call's caller is an MCP client, to it; answers the first
    * answer. A question that cannot be asked (a schema too costly, another
-   * question of the same call waiting) is declined.
+   * question of the same call waiting) is declined; one whose request is
+   * withdrawn or whose call ends before an answer is answered `cancel`.
    */
-  async ask (about: Omit<QuestionedCall, 'tenant'>, question: ElicitationQuestion, relay: CallRelay | undefined, signal: AbortSignal): Promise<ElicitationAnswer> {
+  async ask (about: Omit<QuestionedCall, 'tenant'>, question: ElicitationQuestion, relay: CallRelay | undefined, signals: QuestionSignals): Promise<ElicitationAnswer> {
     const tenant = await this.#opts.tenantOf(about.runId).catch(() => undefined)
     if (tenant === undefined) return DECLINE
     const call: QuestionedCall = { ...about, tenant }
     const key = keyOf(call.runId, call.callId)
+    if (signals.request.aborted || signals.call.aborted) return CANCEL
+    if (this.#pending.has(key)) return DECLINE
     const validate = this.#compile(question.requestedSchema)
-    if (validate === null || this.#pending.has(key) || signal.aborted) return DECLINE
+    if (validate === null) return DECLINE
     const { clock, ttlMs } = this.#opts
     const now = clock.now()
     return await new Promise((resolve) => {
       const withdraw = new AbortController()
-      const settle = (answer: ElicitationAnswer, by: 'person' | 'client' | 'expiry' | 'server'): void => {
+      const settle = (answer: ElicitationAnswer, by: AnsweredBy): void => {
         if (this.#pending.get(key) !== entry) return
         this.#pending.delete(key)
         clock.clearTimeout(entry.timer)
-        signal.removeEventListener('abort', onAbort)
+        signals.request.removeEventListener('abort', onWithdrawn)
+        signals.call.removeEventListener('abort', onCallEnded)
         // The client's question is withdrawn, unless its answer is the one that came.
         if (by !== 'client') withdraw.abort()
         this.#ajv.removeSchema(question.requestedSchema)
         this.#opts.onAnswered?.(call, answer.action, by)
         resolve(answer)
       }
-      const onAbort = (): void => { settle({ action: 'cancel' }, 'server') }
+      const onWithdrawn = (): void => { settle(CANCEL, 'server') }
+      const onCallEnded = (): void => { settle(CANCEL, 'call_ended') }
       const entry: Entry = {
         call,
         question,
         validate,
         requestedAt: now,
         expiresAt: now + ttlMs,
-        timer: clock.setTimeout(() => { settle({ action: 'cancel' }, 'expiry') }, ttlMs),
+        timer: clock.setTimeout(() => { settle(CANCEL, 'expiry') }, ttlMs),
         withdraw,
         finish: (answer) => { settle(answer, 'person') }
       }
       this.#pending.set(key, entry)
-      signal.addEventListener('abort', onAbort, { once: true })
+      signals.request.addEventListener('abort', onWithdrawn, { once: true })
+      signals.call.addEventListener('abort', onCallEnded, { once: true })
       relay?.request('elicitation/create', { ...question }, withdraw.signal).then(
         (answer) => {
           const checked = clientAnswer(answer, validate)

@@ -10,8 +10,9 @@ import type { McpServerDefinition } from '../../schemas/mcp-server.js'
 import { type Clock, type TimerHandle, systemClock } from '../clock.js'
 import type { ExecutorAnswer, ToolCallResult } from '../dispatch/executor.js'
 import type { CallRelay } from '../dispatch/relays.js'
-import type { ElicitationAnswer, ElicitationQuestion } from '../approvals/elicitations.js'
+import type { ElicitationAnswer, ElicitationQuestion, QuestionSignals } from '../approvals/elicitations.js'
 import { type BoundedCall, MAX_OTHER_RESPONSE_BYTES, ResponseTooLargeError, boundedFetch } from './bounded-fetch.js'
+import { CallTimeout } from './call-timeout.js'
 import { classifyCallError, describeFailure } from './classify.js'
 import type { OAuthTokens } from './oauth.js'
 import { DEFAULT_MAX_TOOLS, PROGRESS_TIMEOUT_FACTOR, type ImportSettings, boundedProblems } from './import.js'
@@ -63,7 +64,7 @@ export interface CallHooks {
   /** The caller to relay to (toolgate's own MCP endpoint). */
   relay?: CallRelay | undefined
   /** Puts a server's `elicitation/create` about this call to whoever answers it (SPEC section 18). */
-  elicit?: ((question: ElicitationQuestion, signal: AbortSignal) => Promise<ElicitationAnswer>) | undefined
+  elicit?: ((question: ElicitationQuestion, signals: QuestionSignals) => Promise<ElicitationAnswer>) | undefined
   /** The fencing token of the call's tenant-scoped conflict key (SPEC section 17), sent in `_meta` as `toolgate/fencingToken`. */
   fencingToken?: string | undefined
   /** Told each progress report of this call (the batch's `call.progress` event). */
@@ -77,6 +78,14 @@ const OPERATION_META = 'toolgate/operationId'
 const SEND = leanFetch(ownSignals(fetch))
 /** A call to a server that is not connected: it was not sent. */
 const UNAVAILABLE: ExecutorAnswer = Object.freeze({ kind: 'unsent', code: 'server_down' })
+/**
+ * The timeout the SDK gets for a tools/call: the longest a Node timer waits (about 24.8 days), so
+ * that the call's own timeout (CallTimeout, which a server's question holds) always ends it first.
+ */
+const SDK_TIMEOUT_MS = 2 ** 31 - 1
+
+/** A call in flight: what it brings, its timeout, and a signal aborted when it ends. */
+interface InFlightCall { hooks: CallHooks, timeout: CallTimeout, ended: AbortSignal }
 
 /**
  * One MCP server: its SDK client over stdio (toolgate starts, watches and
@@ -98,7 +107,7 @@ export class McpConnection {
   /** Calls in flight that have a caller to relay to, by operation id. */
   readonly #relayed = new Map<string, CallRelay>()
   /** Every call in flight, by operation id: a server's question is about one of them. */
-  readonly #calls = new Map<string, CallHooks>()
+  readonly #calls = new Map<string, InFlightCall>()
   #state: ServerState = 'connecting'
   #lastError: string | null = null
   #refreshedAt: string | null = null
@@ -217,28 +226,28 @@ export class McpConnection {
   async #send (client: Client, remoteName: string, args: Record<string, unknown>, operationId: string, timeoutMs: number, trace?: Readonly<Record<string, string>>, hooks: CallHooks = {}): Promise<ExecutorAnswer | typeof SESSION_LOST> {
     const { relay } = hooks
     const abort = new AbortController()
-    this.#calls.set(operationId, hooks)
+    const ended = new AbortController()
+    // The call's timeout, reset by progress up to maxTimeoutMs in all (SPEC §18), and held while a
+    // question of the server's waits for its answer. Toolgate's own timers, not the SDK's (which
+    // cannot be held): they abort the request with the SDK's own timeout error, so the server is
+    // sent notifications/cancelled and the call is a timeout (a write uncertain), as the SDK's would.
+    const maxTotalMs = Math.max(timeoutMs, hooks.maxTimeoutMs ?? this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
+    const timeout = new CallTimeout(this.#clock, timeoutMs, maxTotalMs, (reason) => { abort.abort(reason) })
+    this.#calls.set(operationId, { hooks, timeout, ended: ended.signal })
     this.#inFlight.set(operationId, { abort: (reason) => { abort.abort(reason) } })
     if (relay !== undefined) this.#relayed.set(operationId, relay)
-    // The call's whole time, however often progress reset its timeout (SPEC §18). Toolgate's own
-    // timer, not the SDK's maxTotalTimeout: that one rejects with an error that reads like the
-    // server's and sends no notifications/cancelled; aborting with the SDK's own timeout error does
-    // both (the server is told, and the write is uncertain, cause timeout).
-    const maxTotalMs = Math.max(timeoutMs, hooks.maxTimeoutMs ?? this.settings.maxTimeoutMs ?? PROGRESS_TIMEOUT_FACTOR * timeoutMs)
-    const total = this.#clock.setTimeout(() => { abort.abort(McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: maxTotalMs })) }, maxTotalMs)
     try {
       // `traceparent` and `tracestate` in `_meta`, where OpenTelemetry's MCP conventions carry them.
       const result = await client.request(
         { method: 'tools/call', params: { name: remoteName, arguments: args, _meta: hooks.fencingToken === undefined ? { ...trace, 'toolgate/operationId': operationId } : { ...trace, 'toolgate/operationId': operationId, 'toolgate/fencingToken': hooks.fencingToken } } },
         CallToolResultSchema,
-        // On timeout the SDK sends notifications/cancelled for the request. Progress is asked for on
-        // every call (the SDK sends a progress token): each notification resets the timeout, up to
-        // maxTimeoutMs in all (the timer above), and reaches the caller when there is one to relay to.
+        // Progress is asked for on every call (the SDK sends a progress token): each notification
+        // resets the timeout (above), and reaches the caller when there is one to relay to.
         {
-          timeout: timeoutMs,
+          timeout: SDK_TIMEOUT_MS,
           signal: abort.signal,
-          resetTimeoutOnProgress: true,
           onprogress: (p: { progress: number, total?: number, message?: string }) => {
+            timeout.progress()
             relay?.progress(p)
             hooks.progress?.({ progress: p.progress, total: p.total })
           }
@@ -257,10 +266,12 @@ export class McpConnection {
       if (answer.kind === 'unsent' && answer.code !== 'not_connected') this.#drop(client, describeFailure(err))
       return answer
     } finally {
-      this.#clock.clearTimeout(total)
+      timeout.stop()
       this.#inFlight.delete(operationId)
       this.#relayed.delete(operationId)
       this.#calls.delete(operationId)
+      // Questions of the call still waiting are withdrawn: no answer to them can matter any more.
+      ended.abort()
     }
   }
 
@@ -274,14 +285,22 @@ export class McpConnection {
   /**
    * A server's question about a call: the one it names (by its operation id
    * in `_meta`), else the server's one call in flight; declined when it is
-   * about none of them, or one that no one can answer.
+   * about none of them, or one that no one can answer. The call's timeout
+   * is held while the question waits, and the question withdrawn if the
+   * call ends first.
    */
   async #elicit (params: Record<string, unknown>, signal: AbortSignal): Promise<ElicitationAnswer> {
     const named = (params._meta as Record<string, unknown> | undefined)?.[OPERATION_META]
-    const hooks = typeof named === 'string' ? this.#calls.get(named) : this.#calls.size === 1 ? this.#calls.values().next().value : undefined
+    const call = typeof named === 'string' ? this.#calls.get(named) : this.#calls.size === 1 ? this.#calls.values().next().value : undefined
+    const elicit = call?.hooks.elicit
     const { message, requestedSchema } = params
-    if (hooks?.elicit === undefined || params.mode === 'url' || typeof message !== 'string' || typeof requestedSchema !== 'object' || requestedSchema === null) return { action: 'decline' }
-    return await hooks.elicit({ message, requestedSchema: requestedSchema as Record<string, unknown> }, signal)
+    if (call === undefined || elicit === undefined || params.mode === 'url' || typeof message !== 'string' || typeof requestedSchema !== 'object' || requestedSchema === null) return { action: 'decline' }
+    const resume = call.timeout.pause()
+    try {
+      return await elicit({ message, requestedSchema: requestedSchema as Record<string, unknown> }, { request: signal, call: call.ended })
+    } finally {
+      resume()
+    }
   }
 
   /** Stops for good: no more reconnects, the process (stdio) is stopped. */

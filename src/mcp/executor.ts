@@ -46,7 +46,7 @@ export class McpToolExecutor implements Executor {
       progress: onProgress,
       elicit: elicitations === undefined
         ? undefined
-        : (question, signal) => elicitations.ask({ runId: ctx.runId, batchId: ctx.batchId, callId: call.id, tool: call.tool.name, arguments: call.arguments }, question, relay, signal)
+        : (question, signals) => elicitations.ask({ runId: ctx.runId, batchId: ctx.batchId, callId: call.id, tool: call.tool.name, arguments: call.arguments }, question, relay, signals)
     }
     const answer = trace === undefined
       ? await this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, hooks)
