@@ -91,7 +91,8 @@ export function buildFloor (executorUrl: string): { app: FastifyInstance, close:
     const results = await Promise.all(calls.map(async (c, i) => {
       const tool = tools.resolve(c.name)!
       const args = typeof c.arguments === 'string' ? JSON.parse(c.arguments) as unknown : c.arguments ?? {}
-      if (!tool.validate(args)) return { callId: c.id, name: c.name, status: 'rejected', content: '{"error":"invalid_arguments"}', isError: true, details: { reason: 'invalid_arguments' } }
+      const verdict = tool.validate(args)
+      if (!(verdict instanceof Promise ? await verdict : verdict).valid) return { callId: c.id, name: c.name, status: 'rejected', content: '{"error":"invalid_arguments"}', isError: true, details: { reason: 'invalid_arguments' } }
       const opId = operationId(run, c.id, fingerprintOfText(tool.name, texts[i]!))
       const timeoutMs = tool.executor.timeoutMs
       const body = `${prefix}${jsonString(c.id)},"tool":${jsonString(tool.name)},"arguments":${texts[i]!},"operationId":"${opId}","deadline":"${DEADLINES.at(Date.now() + timeoutMs)}"}`

@@ -72,12 +72,14 @@ export async function measurePreparation (examplesToolsFile: string, iterations:
       const tool = registry.resolve(c.tool)!
       const toolgate = timeLoop(c.calls, iterations, (call) => {
         const o = prepareCall(call, 0, registry, ctx)
+        if (o instanceof Promise) throw new Error('bench input was validated on the validation thread')
         if (!o.ok) throw new Error(`bench input was rejected: ${o.reason}`)
         return fingerprint(o.tool?.name ?? o.requestedName, o.arguments ?? null)
       })
       const reference = timeLoop(c.calls, iterations, (call) => {
         const args = typeof call.arguments === 'string' ? JSON.parse(call.arguments) as unknown : call.arguments
-        if (!tool.validate(args)) throw new Error('bench input does not validate')
+        const verdict = tool.validate(args)
+        if (verdict instanceof Promise || !verdict.valid) throw new Error('bench input does not validate')
         return createHash('sha256').update(canonicalize([tool.name, args])!).digest('hex')
       })
       if (round === 0) continue

@@ -224,6 +224,8 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
       await uncertain.close()
       await client.close()
       await store.close()
+      // The validation thread, if a large call started one; a registry given in is its giver's to close.
+      if (overrides.tools === undefined) await tools.close()
     }
   }
   return services

@@ -3,8 +3,8 @@ import type { CallRelays } from '../dispatch/relays.js'
 import type { Elicitations } from '../approvals/elicitations.js'
 import type { CallHooks, McpConnection } from './connection.js'
 
-/** Whether a result's structuredContent matches the tool's outputSchema. */
-export type OutputCheck = (structured: unknown) => boolean
+/** Whether a result's structuredContent matches the tool's outputSchema; a promise when the check ran on the validation thread (a large answer). */
+export type OutputCheck = (structured: unknown) => boolean | Promise<boolean>
 import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry/client-spans.js'
 
 /**
@@ -52,7 +52,7 @@ export class McpToolExecutor implements Executor {
       ? await this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, hooks)
       : await withClientSpan(trace, () => this.#shape(),
         (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers, hooks), settleAnswer)
-    return this.#checked(answer)
+    return await this.#checked(answer)
   }
 
   /**
@@ -61,10 +61,10 @@ export class McpToolExecutor implements Executor {
    * done its work, but what it answered cannot be trusted (a read is an
    * error, a write uncertain).
    */
-  #checked (answer: ExecutorAnswer): ExecutorAnswer {
+  async #checked (answer: ExecutorAnswer): Promise<ExecutorAnswer> {
     if (this.#output === undefined || answer.kind !== 'tool_result' || answer.result.isError === true) return answer
     const structured = answer.result.structuredContent
-    if (structured !== undefined && this.#output(structured)) return answer
+    if (structured !== undefined && await this.#output(structured)) return answer
     return { kind: 'unknown', code: 'invalid_output' }
   }
 

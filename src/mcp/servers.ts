@@ -365,7 +365,10 @@ export class McpServers {
   #outputCheck (schema: Record<string, unknown>): OutputCheck {
     try {
       const probe = this.#opts.tools.compile({ name: 'output.probe', inputSchema: withoutForeignDialect(schema), executor: { url: 'mcp://probe' } }, PROBE)
-      return (structured) => probe.validate(structured) === true
+      return (structured) => {
+        const verdict = probe.validate(structured)
+        return verdict instanceof Promise ? verdict.then((v) => v.valid) : verdict.valid
+      }
     } catch (err) {
       if (!(err instanceof InvalidToolError)) throw err
       throw new InvalidToolError(err.problems.map((p) => p.replace(/^\/inputSchema/, '/outputSchema')))

@@ -30,12 +30,109 @@ export function compileLinear (pattern: string, flags = ''): RE2JS {
   if (flags.includes('i')) bits |= RE2JS.CASE_INSENSITIVE
   if (flags.includes('m')) bits |= RE2JS.MULTILINE
   if (flags.includes('s')) bits |= RE2JS.DOTALL
+  const key = `${bits}/${pattern}`
+  const known = COMPILED.get(key)
+  if (known !== undefined) {
+    // Most recently used last: the first entry is the one to drop.
+    COMPILED.delete(key)
+    COMPILED.set(key, known)
+    return known
+  }
+  let re: RE2JS
   try {
-    return RE2JS.compile(RE2JS.translateRegExp(pattern), bits)
+    re = RE2JS.compile(RE2JS.translateRegExp(pattern), bits)
   } catch (err) {
     const reason = (err as { error?: unknown }).error
     throw new UnsupportedPatternError(pattern, typeof reason === 'string' ? reason : (err as Error).message)
   }
+  COMPILED.set(key, re)
+  if (COMPILED.size > MAX_COMPILED) COMPILED.delete(COMPILED.keys().next().value!)
+  return re
+}
+
+/**
+ * Compiled patterns by flags and text, shared by every caller: a schema's
+ * patterns are compiled once when its tool is checked (unsupportedPatterns)
+ * and found again when Ajv compiles the schema (linearRegExp), where each
+ * compile of a long pattern costs milliseconds. A compiled RE2JS holds no
+ * state between matches, so one serves every schema naming the pattern.
+ */
+const COMPILED = new Map<string, RE2JS>()
+const MAX_COMPILED = 4096
+
+/**
+ * An upper estimate of the instructions RE2 compiles an ECMAScript pattern
+ * into, read from its text without compiling it: RE2 writes a counted
+ * repeat out in full (`[a-z]{0,200}` is some 400 instructions), and its
+ * compile time grows with them (about 3 ms for 400 in re2js, a third of a
+ * second for one pattern of 40,000), so a schema's patterns are weighed by
+ * this before any is compiled (schema-cost.ts), and matching a string costs
+ * at most its length times this. Each atom (a character, escape or class)
+ * counts 1, a quantifier adds 1 and multiplies what it repeats by its
+ * largest count, groups and alternatives add up.
+ */
+export function patternCost (pattern: string): number {
+  let i = 0
+  const alternatives = (): number => {
+    let total = sequence()
+    while (pattern[i] === '|') {
+      i++
+      total += 1 + sequence()
+    }
+    return total
+  }
+  const sequence = (): number => {
+    let total = 0
+    while (i < pattern.length && pattern[i] !== '|' && pattern[i] !== ')') total += quantified(atom())
+    return total
+  }
+  const atom = (): number => {
+    const c = pattern[i++]
+    if (c === '(') {
+      const inner = alternatives()
+      if (pattern[i] === ')') i++
+      return 1 + inner
+    }
+    if (c === '[') {
+      if (pattern[i] === '^') i++
+      if (pattern[i] === ']') i++
+      while (i < pattern.length && pattern[i] !== ']') i += pattern[i] === '\\' ? 2 : 1
+      i++
+      return 1
+    }
+    if (c === '\\') {
+      const e = pattern[i++]
+      if ((e === 'p' || e === 'P' || e === 'u') && pattern[i] === '{') while (i < pattern.length && pattern[i - 1] !== '}') i++
+      return 1
+    }
+    return 1
+  }
+  const quantified = (size: number): number => {
+    const c = pattern[i]
+    let total = size
+    if (c === '*' || c === '+' || c === '?') {
+      i++
+      total = size + 1
+    } else if (c === '{') {
+      const m = /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(i, i + 24))
+      if (m === null) return size
+      i += m[0].length
+      const most = Math.max(Number(m[1]), m[3] === undefined || m[3] === '' ? Number(m[1]) + 1 : Number(m[3]))
+      total = Math.min(size * most + most, Number.MAX_SAFE_INTEGER)
+    } else {
+      return size
+    }
+    if (pattern[i] === '?') i++
+    return total
+  }
+  // The program's own start and match instructions.
+  let total = 2
+  // A `)` without its `(` ends a sequence: count on past it (RE2 refuses the pattern anyway).
+  while (i < pattern.length) {
+    total += alternatives()
+    if (pattern[i] === ')') i++
+  }
+  return total
 }
 
 /** What Ajv needs of a regular expression: `test`, and a `toString` that names it in Ajv's cache. */

@@ -1,4 +1,4 @@
-import type { ValidateFunction } from 'ajv'
+import type { BoundedValidate } from '../tools/bounded-validate.js'
 import type { Executor } from '../dispatch/executor.js'
 
 /** How a tool asks to be scheduled: see SPEC section 5, "Epochs". */
@@ -71,8 +71,8 @@ export interface Tool {
   readonly action: { readonly projection: Projection | null, readonly maxModelReceiptChars: number } | null
   /** A person approves each call before it runs (SPEC section 13). */
   readonly requiresApproval: boolean
-  /** Validates and fills schema defaults in place (Ajv `useDefaults`). */
-  readonly validate: ValidateFunction
+  /** Validates and fills schema defaults (Ajv `useDefaults`): in place and at once when cheap, else on the validation thread, answering a filled copy. */
+  readonly validate: BoundedValidate
   /**
    * Whether preparing a call may change its argument object in place: host
    * rewrites, or a schema with a `default` somewhere (Ajv fills it in) or a

@@ -11,6 +11,8 @@ import { applyRewrites, RewriteError } from './rewrite.js'
 import type { AuthorizationContext, PreparationContext } from './types.js'
 import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from '../model/call.js'
 import { describeErrors, validateArguments } from './validate.js'
+import type { StageResult } from './types.js'
+import type { Validation } from '../tools/bounded-validate.js'
 
 /** A call that passed every stage up to the external authorizer. */
 type LocallyAuthorized = Omit<PreparedCall, 'conflictKey'>
@@ -23,8 +25,8 @@ function rejected (call: RawCall, index: number, tool: Tool | null, reason: Reje
   return { ok: false, index, id: call.id, requestedName: call.name, tool, reason, message, arguments: args }
 }
 
-/** Every stage but the external authorizer and the conflict key. */
-function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): RejectedCall | LocallyAuthorized {
+/** Every stage but the external authorizer and the conflict key; a promise when validation ran on the validation thread. */
+function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): Local | Promise<Local> {
   if (call.kind !== undefined) {
     return rejected(call, index, null, 'unsupported_call_type', `this is a ${call.kind} tool call, which toolgate does not run; call the tool as a function instead`, call.arguments)
   }
@@ -39,26 +41,35 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
   if (!parsed.ok) return rejected(call, index, tool, parsed.reason, parsed.message, call.arguments)
   // What a string parsed into is ours to fill defaults into; an object is the caller's and gets cloned, unless the caller gave it up
   const owned = ctx.argumentsOwned === true || call.arguments === undefined || call.arguments === null || typeof call.arguments === 'string'
-  let args = coerceScalars(renameArgumentAliases(parsed.value, tool.argumentAliases), tool.inputSchema)
+  const args = coerceScalars(renameArgumentAliases(parsed.value, tool.argumentAliases), tool.inputSchema)
 
   const valid = validateArguments(tool, args, { inPlace: owned })
-  if (!valid.ok) return rejected(call, index, tool, valid.reason, valid.message, args)
-  args = valid.value
+  return valid instanceof Promise ? valid.then((v) => validated(call, index, tool, args, v, ctx)) : validated(call, index, tool, args, valid, ctx)
+}
 
-  if (tool.rewrite.length > 0) {
-    // Validation left args ours: parsed from a string, or cloned from the caller's object
-    try {
-      args = applyRewrites(args, tool.rewrite, { inPlace: true })
-    } catch (err) {
-      const detail = err instanceof RewriteError ? `: ${err.message}` : ''
-      return rejected(call, index, tool, 'policy_denied', `the host policy could not be applied${detail}`, args)
-    }
-    if (!tool.validate(args)) {
-      return rejected(call, index, tool, 'policy_denied',
-        `the host policy rewrite produced invalid arguments: ${describeErrors(tool.validate.errors)}`, args)
-    }
+type Local = RejectedCall | LocallyAuthorized
+
+/** The stages after validation: host policy rewrites (validated again), allow-list and scopes. */
+function validated (call: RawCall, index: number, tool: Tool, given: Record<string, unknown>, valid: StageResult<Record<string, unknown>>, ctx: PreparationContext): Local | Promise<Local> {
+  if (!valid.ok) return rejected(call, index, tool, valid.reason, valid.message, given)
+  let args = valid.value
+  if (tool.rewrite.length === 0) return authorizedLocally(call, index, tool, args, ctx)
+  // Validation left args ours: parsed from a string, or cloned from the caller's object
+  try {
+    args = applyRewrites(args, tool.rewrite, { inPlace: true })
+  } catch (err) {
+    const detail = err instanceof RewriteError ? `: ${err.message}` : ''
+    return rejected(call, index, tool, 'policy_denied', `the host policy could not be applied${detail}`, args)
   }
+  const rewritten = args
+  const again = (verdict: Validation): Local => verdict.valid
+    ? authorizedLocally(call, index, tool, verdict.value as Record<string, unknown>, ctx)
+    : rejected(call, index, tool, 'policy_denied', `the host policy rewrite produced invalid arguments: ${describeErrors(verdict.errors)}`, rewritten)
+  const verdict = tool.validate(args)
+  return verdict instanceof Promise ? verdict.then(again) : again(verdict)
+}
 
+function authorizedLocally (call: RawCall, index: number, tool: Tool, args: Record<string, unknown>, ctx: PreparationContext): Local {
   const auth = authorizeLocally(tool, ctx)
   if (!auth.ok) return rejected(call, index, tool, auth.reason, auth.message, args)
   return { ok: true, index, id: call.id, requestedName: call.name, tool, arguments: args }
@@ -107,8 +118,9 @@ async function authorizeExternally (
  * rewrites and validation again, allow-list and scopes, conflict key.
  * `index` is the call's position in its batch.
  */
-export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): PreparationOutcome {
+export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): PreparationOutcome | Promise<PreparationOutcome> {
   const local = prepareLocally(call, index, lookup, ctx)
+  if (local instanceof Promise) return local.then((l) => l.ok ? withConflictKey(call, l) : l)
   return local.ok ? withConflictKey(call, local) : local
 }
 
@@ -152,12 +164,18 @@ async function slicedFrom<T> (calls: readonly RawCall[], prepare: (call: RawCall
 export function prepareBatch (
   calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer?: ExternalAuthorizer
 ): PreparationOutcome[] | Promise<PreparationOutcome[]> {
-  if (authorizer === undefined) return sliced(calls, (call, index) => prepareCall(call, index, lookup, ctx))
+  if (authorizer === undefined) return settled(sliced(calls, (call, index) => prepareCall(call, index, lookup, ctx)))
   return authorized(calls, lookup, ctx, authorizer)
 }
 
+/** The outcomes once those validated on the validation thread are in: at once when none was. */
+function settled<T> (out: Array<T | Promise<T>> | Promise<Array<T | Promise<T>>>): T[] | Promise<T[]> {
+  if (out instanceof Promise) return out.then(async (all) => await Promise.all(all))
+  return out.some((o) => o instanceof Promise) ? Promise.all(out) : out as T[]
+}
+
 async function authorized (calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer: ExternalAuthorizer): Promise<PreparationOutcome[]> {
-  const locals = await sliced(calls, (call, index) => prepareLocally(call, index, lookup, ctx))
+  const locals = await settled(sliced(calls, (call, index) => prepareLocally(call, index, lookup, ctx)))
   return await Promise.all(locals.map((local, index) =>
     local.ok ? authorizeExternally(calls[index] as RawCall, local, ctx, authorizer) : local))
 }

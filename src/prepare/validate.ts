@@ -4,6 +4,7 @@
  */
 import type { ErrorObject } from 'ajv'
 import type { Tool } from '../model/tool.js'
+import type { Validation } from '../tools/bounded-validate.js'
 import type { StageResult } from './types.js'
 
 /** At most this many schema errors are named in a rejection message. */
@@ -38,10 +39,17 @@ export function describeErrors (errors: readonly ErrorObject[] | null | undefine
 /**
  * Validates `args` against the tool's schema. On success the value holds
  * the schema's defaults; it is a clone unless `inPlace` is set, so the
- * caller's object is never mutated by accident.
+ * caller's object is never mutated by accident. Answers at once, or as a
+ * promise when the validation ran on the validation thread (a large or
+ * costly call, src/tools/bounded-validate.ts).
  */
-export function validateArguments (tool: Tool, args: Record<string, unknown>, options?: ValidateOptions): StageResult<Record<string, unknown>> {
+export function validateArguments (tool: Tool, args: Record<string, unknown>, options?: ValidateOptions): StageResult<Record<string, unknown>> | Promise<StageResult<Record<string, unknown>>> {
   const value = options?.inPlace === true ? args : structuredClone(args)
-  if (tool.validate(value)) return { ok: true, value }
-  return { ok: false, reason: 'invalid_arguments', message: `invalid arguments: ${describeErrors(tool.validate.errors)}` }
+  const verdict = tool.validate(value)
+  return verdict instanceof Promise ? verdict.then(argumentsResult) : argumentsResult(verdict)
+}
+
+function argumentsResult (verdict: Validation): StageResult<Record<string, unknown>> {
+  if (verdict.valid) return { ok: true, value: verdict.value as Record<string, unknown> }
+  return { ok: false, reason: 'invalid_arguments', message: `invalid arguments: ${describeErrors(verdict.errors)}` }
 }

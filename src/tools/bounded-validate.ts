@@ -3,7 +3,8 @@
  * toolgate in O(n log n) instead of Ajv's pairwise O(n²), and each call's
  * validation held to a time budget: one that overran it, or that ran out of
  * stack, is a failed validation (the call is `rejected`, reason
- * `invalid_arguments`), never an error of the service.
+ * `invalid_arguments`), never an error of the service; one that could hold
+ * the event loop runs on the validation thread (./validation-thread.ts).
  */
 import { performance } from 'node:perf_hooks'
 import type { Ajv, ErrorObject, SchemaValidateFunction, ValidateFunction } from 'ajv'
@@ -65,9 +66,13 @@ export const PROCESS_CLOCKS: ValidationClocks = Object.freeze({
 })
 
 /**
- * `validate` held to `maxMs` per call: a validation that took longer, or
- * that overflowed the stack, answers false with one error saying so (no
- * value in it). The answer keeps Ajv's shape: `errors` of the last call.
+ * `validate` held to `maxMs` per call, run where it is called: a validation
+ * that took longer, or that overflowed the stack, answers false with one
+ * error saying so (no value in it). The answer keeps Ajv's shape: `errors`
+ * of the last call. It cannot stop a validation, only judge it after: tool
+ * arguments and MCP answers, whose size the caller chooses, go through
+ * boundedValidator instead; this is for data whose size the service bounds
+ * (an elicitation's answer).
  *
  * What is held to `maxMs` is the lesser of the wall-clock time and the CPU
  * time the process used meanwhile: on a loaded machine a validation waits
@@ -76,43 +81,142 @@ export const PROCESS_CLOCKS: ValidationClocks = Object.freeze({
  * process (its other threads included) is never less than what the
  * validation itself spent working, nor is the wall-clock time, so a
  * validation that works longer than `maxMs` is refused whatever the load.
- * A validation over the budget on the wall clock alone may have waited
- * for a CPU, or been held by a collector's pause (whose helper threads
- * count as the process's CPU time): it is run once more, timed on both
- * clocks, and refused only when that run is over the budget on both (work
- * that costs that much costs it again). A refused call has so used at
- * most about twice `maxMs`. An ordinary call reads only the wall clock:
- * the CPU clock is a system call that sums every thread of the process,
- * a few microseconds when the process is idle and more when its threads
- * are busy.
  */
 export function boundedValidate (validate: ValidateFunction, maxMs: number, clocks: ValidationClocks = PROCESS_CLOCKS): ValidateFunction {
   const bounded = function (this: unknown, data: unknown): boolean {
-    let valid: boolean
-    try {
-      const wall = clocks.wall()
-      valid = validate(data) as boolean
-      if (clocks.wall() - wall > maxMs) {
-        const again = clocks.wall()
-        const cpu = clocks.cpu()
-        valid = validate(data) as boolean
-        if (clocks.wall() - again > maxMs && clocks.cpu() - cpu > maxMs) {
-          bounded.errors = [costError(`validating the arguments took longer than ${maxMs} ms (TOOLGATE_MAX_VALIDATION_MS)`)]
-          return false
-        }
-      }
-      bounded.errors = validate.errors
-    } catch (err) {
-      if (!(err instanceof RangeError)) throw err
-      bounded.errors = [costError('the arguments are too deeply nested or too large for the schema to validate')]
-      return false
-    }
-    return valid
+    const verdict = timedValidation(validate, data, maxMs, clocks)
+    bounded.errors = verdict.valid ? validate.errors : verdict.errors
+    return verdict.valid
   } as ValidateFunction
   bounded.schema = validate.schema
   bounded.schemaEnv = validate.schemaEnv
   bounded.errors = null
   return bounded
+}
+
+/** What one validation answered: valid, with the data as validated (schema defaults filled in), or the errors why not. */
+export type Validation = { readonly valid: true, readonly value: unknown } | { readonly valid: false, readonly errors: ErrorObject[] }
+
+/** Validates data and fills schema defaults; at once when that is cheap, else on the validation thread (boundedValidator). */
+export type BoundedValidate = (data: unknown) => Validation | Promise<Validation>
+
+/**
+ * One validation timed on both clocks (as boundedValidate describes): the
+ * validation thread's verdict on a call, where reading the CPU clock (a
+ * few microseconds) is nothing beside the hop.
+ */
+export function timedValidation (validate: ValidateFunction, data: unknown, maxMs: number, clocks: ValidationClocks = PROCESS_CLOCKS): Validation {
+  try {
+    const wall = clocks.wall()
+    const cpu = clocks.cpu()
+    const valid = validate(data) as boolean
+    if (clocks.wall() - wall > maxMs && clocks.cpu() - cpu > maxMs) return overBudget(maxMs)
+    return valid ? { valid: true, value: data } : { valid: false, errors: validate.errors ?? [] }
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err
+    return { valid: false, errors: [costError(TOO_DEEP)] }
+  }
+}
+
+/** A validation stopped or refused for its time. */
+export function overBudget (maxMs: number): Validation {
+  return { valid: false, errors: [costError(`validating the arguments took longer than ${maxMs} ms (TOOLGATE_MAX_VALIDATION_MS)`)] }
+}
+
+const TOO_DEEP = 'the arguments are too deeply nested or too large for the schema to validate'
+
+/**
+ * Validation in the event loop costs at most about this many units of a
+ * schema's weight (schema-cost.ts) times bytes of data: some 10-20 ms of
+ * the costliest checks (a comparison with each `enum` value, about 20 ns).
+ */
+export const IN_PROCESS_UNITS = 1_000_000
+/** Data larger than this (bytes of JSON, about) is validated on the validation thread whatever the schema. */
+export const IN_PROCESS_BYTES = 32 * 1024
+
+/** Where boundedValidator validates what it cannot validate at once, with a deadline. */
+export interface ValidationRunner {
+  validate: (key: number, schema: unknown, data: unknown, maxMs: number) => Promise<Validation>
+}
+
+let nextKey = 0
+
+/**
+ * Validation in bounded time (SPEC section 19), without a thread hop for
+ * the common call. A synchronous Ajv validation cannot be interrupted, and
+ * one held to a budget only after it ran has already held the event loop
+ * (an `enum` of 20,000 values on 20,000 items: seconds). So each call is
+ * weighed before it runs: the schema's weight (at most what validating one
+ * byte of data costs, from the cost model) times the size of the data, a
+ * walk that stops as soon as the product is over IN_PROCESS_UNITS. A call
+ * within it runs here, as before, for the time that bound allows (an
+ * ordinary call's arguments are a few hundred bytes: some microseconds of
+ * weighing). Any other call goes to `runner`, the validation thread, which
+ * stops it at its deadline (worker.terminate): its cost is the thread's,
+ * never the event loop's, whatever the cost model missed.
+ *
+ * Why not the cost model alone: an upper bound on the work has to be far
+ * above what most large calls really cost, and refusing on it would refuse
+ * calls that validate in a few milliseconds; the thread gives them their
+ * real time, and the deadline is exact.
+ *
+ * A validation here that still took longer than `maxMs` on the wall clock
+ * may have waited for a CPU or for a collector's pause: the thread runs it
+ * again, timed on the wall and the CPU clocks, and its verdict stands (it
+ * used to run a second time here, holding the loop as long again).
+ */
+export function boundedValidator (validate: ValidateFunction, opts: { schema: unknown, weight: number, maxMs: number, runner: ValidationRunner, clocks?: ValidationClocks }): BoundedValidate {
+  const { schema, weight, maxMs, runner } = opts
+  const clocks = opts.clocks ?? PROCESS_CLOCKS
+  const key = nextKey++
+  const limit = weight === 0 ? IN_PROCESS_BYTES : Math.min(IN_PROCESS_BYTES, IN_PROCESS_UNITS / weight)
+  return (data) => {
+    if (weight === Infinity || sizeOver(data, limit)) return runner.validate(key, schema, data, maxMs)
+    const wall = clocks.wall()
+    let valid: boolean
+    try {
+      valid = validate(data) as boolean
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err
+      return { valid: false, errors: [costError(TOO_DEEP)] }
+    }
+    if (clocks.wall() - wall > maxMs) return runner.validate(key, schema, data, maxMs)
+    return valid ? { valid: true, value: data } : { valid: false, errors: validate.errors ?? [] }
+  }
+}
+
+/**
+ * Whether `value` is over `limit` bytes as JSON, about (a string its
+ * length and quotes, a number 8, a key its length and 3): a walk that stops
+ * once it is over, so a large value costs no more to weigh than a small one.
+ */
+export function sizeOver (value: unknown, limit: number): boolean {
+  let size = 0
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const item = stack.pop()
+    if (typeof item === 'string') size += item.length + 2
+    else if (item === null || typeof item !== 'object') size += 8
+    else if (Array.isArray(item)) {
+      size += 2 + item.length
+      if (size > limit) return true
+      for (let i = 0; i < item.length; i++) stack.push(item[i])
+    } else {
+      size += 2
+      for (const key in item) {
+        size += key.length + 3
+        if (size > limit) return true
+        stack.push((item as Record<string, unknown>)[key])
+      }
+    }
+    if (size > limit) return true
+  }
+  return false
+}
+
+/** A validator of `validate` that always runs here, untimed: for tools built in tests without a registry. */
+export function unboundedValidator (validate: ValidateFunction): BoundedValidate {
+  return (data) => validate(data) === true ? { valid: true, value: data } : { valid: false, errors: validate.errors ?? [] }
 }
 
 function costError (message: string): ErrorObject {

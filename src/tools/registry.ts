@@ -1,23 +1,18 @@
-import Ajv2020Module from 'ajv/dist/2020.js'
-import addFormatsModule from 'ajv-formats'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import type { ValidateFunction } from 'ajv'
 import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
 import { parsePointer } from '../model/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
 import { compileIgnoredArguments } from '../repeat/loops.js'
-import { linearRegExp, unsupportedPatterns } from '../model/linear-regexp.js'
-import { DEFAULT_MAX_VALIDATION_MS, addUniqueItems, boundedValidate } from './bounded-validate.js'
-import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, type SchemaLimits, schemaCostProblems } from './schema-cost.js'
+import { unsupportedPatterns } from '../model/linear-regexp.js'
+import { DEFAULT_MAX_VALIDATION_MS, boundedValidator } from './bounded-validate.js'
+import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, type SchemaLimits, schemaCost } from './schema-cost.js'
+import { type SchemaCompiler, compileAlone, createSchemaCompiler } from './schema-compiler.js'
+import { ValidationThread } from './validation-thread.js'
 import { modelToolNames } from './model-names.js'
 import { problemAt, schemaProblems } from './schema-problems.js'
 import type { Executor } from '../dispatch/executor.js'
 import type { Tool, ToolDefinition, ToolLookup } from '../model/tool.js'
-
-// Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export.
-const Ajv2020 = Ajv2020Module.default
-const addFormats = addFormatsModule.default
 
 export const DEFAULT_EXECUTOR_TIMEOUT_MS = 30_000
 export const DEFAULT_MAX_MODEL_RECEIPT_CHARS = 4096
@@ -92,23 +87,25 @@ export class ToolRegistry implements ToolLookup {
    * forgotten after it, so no schema can see or displace another's, nor the
    * meta-schemas.
    */
-  readonly #ajv: InstanceType<typeof Ajv2020>
+  readonly #ajv: SchemaCompiler
   /** What a schema may cost (SPEC section 19): checked before Ajv compiles it. */
   readonly #limits: SchemaLimits
   readonly #maxValidationMs: number
+  /** Where validations that could hold the event loop run (bounded-validate.ts), started with the first of them. */
+  readonly #thread: ValidationThread
 
-  /** `ajv` is the one of the registry a staging one checks a whole set for (putAll). */
-  constructor (opts: RegistryOptions, ajv?: InstanceType<typeof Ajv2020>) {
+  /** `shared` is what a staging registry uses of the one it checks a whole set for (putAll). */
+  constructor (opts: RegistryOptions, shared?: { ajv: SchemaCompiler, thread: ValidationThread }) {
     this.#opts = opts
     this.#limits = { ...SCHEMA_LIMITS, maxBytes: opts.maxSchemaBytes ?? DEFAULT_MAX_SCHEMA_BYTES }
     this.#maxValidationMs = opts.maxValidationMs ?? DEFAULT_MAX_VALIDATION_MS
-    if (ajv !== undefined) {
-      this.#ajv = ajv
-    } else {
-      this.#ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: false, validateFormats: true, code: { regExp: linearRegExp } })
-      addFormats(this.#ajv)
-      addUniqueItems(this.#ajv)
-    }
+    this.#ajv = shared?.ajv ?? createSchemaCompiler()
+    this.#thread = shared?.thread ?? new ValidationThread()
+  }
+
+  /** Ends the validation thread, if one started. */
+  async close (): Promise<void> {
+    await this.#thread.close()
   }
 
   /**
@@ -146,13 +143,15 @@ export class ToolRegistry implements ToolLookup {
 
     let validate: Tool['validate'] | undefined
     // The cost model first: a schema over it is never handed to Ajv.
-    const costProblems = schemaCostProblems(def.inputSchema, this.#limits)
-    const patternProblems = costProblems.length > 0 ? costProblems : unsupportedPatterns(def.inputSchema)
+    const cost = schemaCost(def.inputSchema, this.#limits)
+    // Each pattern is compiled once here and found again by Ajv's compile (linear-regexp.ts keeps them).
+    const patternProblems = cost.problems.length > 0 ? cost.problems : unsupportedPatterns(def.inputSchema)
     if (patternProblems.length > 0) {
       problems.push(...patternProblems)
     } else {
       try {
-        validate = boundedValidate(this.#compileAlone(def.inputSchema), this.#maxValidationMs)
+        const compiled = compileAlone(this.#ajv, def.inputSchema)
+        validate = boundedValidator(compiled, { schema: def.inputSchema, weight: cost.weight, maxMs: this.#maxValidationMs, runner: this.#thread })
       } catch (err) {
         problems.push(`/inputSchema: ${(err as Error).message}`)
       }
@@ -333,35 +332,12 @@ export class ToolRegistry implements ToolLookup {
   }
 
   /**
-   * Compiles one schema and leaves the Ajv's schemas and references as they
-   * were: the compiled function stands alone, and forgetting what the schema
-   * named lets another tool (or a replacement) use the same `$id`. Ajv's own
-   * removal drops whatever a top-level `$id` names, even a meta-schema the
-   * schema failed to displace (a tool with the 2020-12 meta-schema's `$id`
-   * then broke every later compile of the process), and keeps the `$id`s
-   * inside a schema; so the two tables are restored whole, a score of
-   * entries (the meta-schemas) against a compile's milliseconds.
-   */
-  #compileAlone (schema: unknown): ValidateFunction {
-    const ajv = this.#ajv
-    const schemas = { ...ajv.schemas }
-    const refs = { ...ajv.refs }
-    try {
-      return ajv.compile(schema as object)
-    } finally {
-      if (typeof schema === 'object' && schema !== null) ajv.removeSchema(schema)
-      restore(ajv.schemas, schemas)
-      restore(ajv.refs, refs)
-    }
-  }
-
-  /**
    * Registers a whole set at once (the tools file): every definition is
    * checked first, and nothing is registered unless all of them are valid.
    */
   putAll (inputs: readonly unknown[]): void {
     const problems: string[] = []
-    const staging = new ToolRegistry(this.#opts, this.#ajv)
+    const staging = new ToolRegistry(this.#opts, { ajv: this.#ajv, thread: this.#thread })
     const names = new Set<string>()
     for (const [i, input] of inputs.entries()) {
       const name = (input as { name?: unknown })?.name
@@ -432,10 +408,4 @@ export class ToolRegistry implements ToolLookup {
   get size (): number {
     return this.#tools.size
   }
-}
-
-/** Makes `table` hold exactly the entries of `before` again. */
-function restore<T> (table: Record<string, T>, before: Record<string, T>): void {
-  for (const key of Object.keys(table)) if (!Object.hasOwn(before, key)) delete table[key]
-  Object.assign(table, before)
 }

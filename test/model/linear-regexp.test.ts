@@ -1,5 +1,5 @@
 import t from 'tap'
-import { LinearRegexEngine, UnsupportedPatternError, compileLinear, linearRegExp, unsupportedPatterns } from '../../src/model/linear-regexp.js'
+import { LinearRegexEngine, UnsupportedPatternError, compileLinear, linearRegExp, patternCost, unsupportedPatterns } from '../../src/model/linear-regexp.js'
 import { REDOS_CASES } from '../hostile/redos-cases.js'
 
 
@@ -87,4 +87,14 @@ t.test('the JSONata engine honours the i and m flags and reports unmatched group
   const optional = new LinearRegexEngine(/a(x)?b/)
   const m = optional.exec('ab')
   t.same(m === null ? null : [...m], ['ab', undefined])
+})
+
+t.test('patternCost estimates the instructions RE2 compiles a pattern into, counted repeats written out, without compiling it', async t => {
+  for (const pattern of ['^[a-z]+$', '^k1[a-z]{0,200}$', '^[a-z0-9-]{1,63}(\\.[a-z0-9-]{1,63})*$', '[a-z]{0,1000}'.repeat(5), '^\\p{L}{2,8}$']) {
+    const real = compileLinear(pattern, 'u').programSize()
+    const estimate = patternCost(pattern)
+    t.ok(estimate >= real && estimate <= 2 * real + 10, `${pattern.slice(0, 30)}: estimate ${estimate}, compiled ${real}`)
+  }
+  t.ok(patternCost('((a{10}){10}){10}') >= 1000, 'nested repeats multiply')
+  t.equal(compileLinear('^k1[a-z]{0,200}$', 'u'), compileLinear('^k1[a-z]{0,200}$', 'u'), 'a pattern is compiled once and kept')
 })

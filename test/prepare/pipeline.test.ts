@@ -159,10 +159,9 @@ t.test('the external authorizer sees prepared calls only, all at once', async (t
   ], 'the conflict key is resolved after the external authorizer, in source order')
 })
 
-t.test('prepareCall prepares one call without an external authorizer', (t) => {
-  const outcome = prepareCall({ id: 'x', name: 'build', arguments: '{"kind": "wall", "x": -4, "y": "7"}' }, 5, lookup, ctx)
+t.test('prepareCall prepares one call without an external authorizer', async (t) => {
+  const outcome = await prepareCall({ id: 'x', name: 'build', arguments: '{"kind": "wall", "x": -4, "y": "7"}' }, 5, lookup, ctx)
   t.match(outcome, { ok: true, index: 5, id: 'x', conflictKey: 'tile:0:7', arguments: { kind: 'wall', x: 0, y: 7 } })
-  t.end()
 })
 
 t.test('an empty batch prepares to nothing', async (t) => {
@@ -201,10 +200,10 @@ t.test('the size limit measures the argument texts the context gives, by positio
 t.test("an argument object is cloned unless the context owns it, and the result is the same either way", async (t) => {
   const call = (): RawCall => ({ id: 'a', name: 'build', arguments: { kind: 'wall', x: 300, y: 2 } })
   const kept = call()
-  const shared = prepareCall(kept, 0, lookup, ctx)
+  const shared = await prepareCall(kept, 0, lookup, ctx)
   t.strictSame(kept.arguments, { kind: 'wall', x: 300, y: 2 }, "the caller's object is left alone")
   const given = call()
-  const owned = prepareCall(given, 0, lookup, { ...ctx, argumentsOwned: true })
+  const owned = await prepareCall(given, 0, lookup, { ...ctx, argumentsOwned: true })
   t.strictSame(owned, shared, 'the same outcome')
   t.ok(owned.ok && owned.arguments === given.arguments, 'an owned object is prepared in place, not copied')
 })

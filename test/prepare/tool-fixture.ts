@@ -5,6 +5,7 @@ import addFormatsModule from 'ajv-formats'
 import { compileConflictKey } from '../../src/prepare/conflict-key.js'
 import type { AuthorizationContext } from '../../src/prepare/types.js'
 import { preparesInPlace } from '../../src/tools/registry.js'
+import { unboundedValidator } from '../../src/tools/bounded-validate.js'
 import type { Tool, ToolDefinition, ToolLookup } from '../../src/model/tool.js'
 
 // Both are CommonJS: under NodeNext the default import is module.exports, whose `default` is the export
@@ -50,7 +51,7 @@ export function makeTool (def: Partial<ToolDefinition> & { name: string }): Tool
     requiredScopes: definition.requiredScopes,
     action: null,
     requiresApproval: definition.requiresApproval ?? false,
-    validate: ajv.compile(definition.inputSchema),
+    validate: unboundedValidator(ajv.compile(definition.inputSchema)),
     preparesInPlace: preparesInPlace(definition.inputSchema, definition.rewrite.length > 0),
     definition: { ...definition, executor: { ...definition.executor, timeoutMs: definition.executor.timeoutMs ?? 30000 } }
   }

@@ -7,22 +7,31 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import type { ValidateFunction } from 'ajv'
-import { boundedValidate } from '../../src/tools/bounded-validate.js'
+import { boundedValidate, boundedValidator, overBudget, type Validation } from '../../src/tools/bounded-validate.js'
 import { ToolRegistry } from '../../src/tools/registry.js'
 
 // A generous budget: these cases are about answers; the budget's own case fakes the clock.
 const registry = new ToolRegistry({ allowedOrigins: null, maxValidationMs: 60_000 })
-const compile = (inputSchema: Record<string, unknown>): ValidateFunction =>
-  registry.compile({ name: 'look', inputSchema, executor: { url: 'http://127.0.0.1:1/look' } }).validate
+t.teardown(async () => { await registry.close() })
+/** The tool's validator, answering true or false and keeping the last errors, as Ajv's. */
+const compile = (inputSchema: Record<string, unknown>): ((data: unknown) => Promise<boolean>) & { errors: unknown } => {
+  const validate = registry.compile({ name: 'look', inputSchema, executor: { url: 'http://127.0.0.1:1/look' } }).validate
+  const answer = Object.assign(async (data: unknown) => {
+    const verdict = await validate(data)
+    answer.errors = verdict.valid ? null : verdict.errors
+    return verdict.valid
+  }, { errors: null as unknown })
+  return answer
+}
 
 t.test('uniqueItems finds equal items whatever their key order, and only equal ones', async (t) => {
   const validate = compile({ type: 'object', properties: { xs: { uniqueItems: true } } })
-  t.equal(validate({ xs: [1, '1', [1], { a: 1 }, { a: '1' }, null, true] }), true, 'values of different types are distinct')
-  t.equal(validate({ xs: [{ a: 1, b: [2, { c: 3 }] }, { b: [2, { c: 3 }], a: 1 }] }), false, 'key order does not matter')
+  t.equal(await validate({ xs: [1, '1', [1], { a: 1 }, { a: '1' }, null, true] }), true, 'values of different types are distinct')
+  t.equal(await validate({ xs: [{ a: 1, b: [2, { c: 3 }] }, { b: [2, { c: 3 }], a: 1 }] }), false, 'key order does not matter')
   t.match(validate.errors, [{ keyword: 'uniqueItems', instancePath: '/xs', message: 'must NOT have duplicate items (items ## 0 and 1 are identical)' }])
-  t.equal(validate({ xs: [[1, 2], [2, 1]] }), true, 'array order does')
-  t.equal(validate({ xs: 'not an array' }), true, 'it applies to arrays only')
-  t.equal(compile({ type: 'array', uniqueItems: false })([1, 1]), true, 'uniqueItems false allows repeats')
+  t.equal(await validate({ xs: [[1, 2], [2, 1]] }), true, 'array order does')
+  t.equal(await validate({ xs: 'not an array' }), true, 'it applies to arrays only')
+  t.equal(await compile({ type: 'array', uniqueItems: false })([1, 1]), true, 'uniqueItems false allows repeats')
 })
 
 t.test('uniqueItems over 256 KiB of objects answers in one pass, and finds a repeat at the end', async (t) => {
@@ -30,10 +39,10 @@ t.test('uniqueItems over 256 KiB of objects answers in one pass, and finds a rep
   const xs = Array.from({ length: 8000 }, (_, i) => ({ id: i, tag: 'abcdefghijklmnop' }))
   // Ajv's pairwise comparison does 32 million deep comparisons here: seconds. This is one pass (speed is the bench's to check).
   const started = performance.now()
-  t.equal(validate({ xs }), true)
+  t.equal(await validate({ xs }), true)
   t.comment(`8000 distinct objects validated in ${(performance.now() - started).toFixed(1)} ms`)
   xs.push({ tag: 'abcdefghijklmnop', id: 17 })
-  t.equal(validate({ xs }), false, 'and a repeat at the end is found')
+  t.equal(await validate({ xs }), false, 'and a repeat at the end is found')
 })
 
 /** A validator answering true after `work()`, in Ajv's shape. */
@@ -60,33 +69,38 @@ t.test('the budget is on the work done: time spent waiting for a CPU does not co
 
 })
 
-t.test('a validation held over the budget once (a collector pause, its helper threads working) passes when its second run is within it', async (t) => {
-  let wall = 0
-  let cpu = 0
-  const clocks = { wall: () => wall, cpu: () => cpu }
-  let runs = 0
-  const paused = boundedValidate(validator(() => { runs++; if (runs === 1) { wall += 120; cpu += 180 } }), 50, clocks)
-  t.equal(paused({}), true, 'held 120 ms once, the process busy meanwhile: the call passes')
-  t.equal(runs, 2, 'after a second run')
-  runs = 0
-  const costly = boundedValidate(validator(() => { runs++; wall += 60; cpu += 60 }), 50, clocks)
-  t.equal(costly({}), false, 'work over the budget on each run: refused')
-  t.equal(runs, 2, 'after two runs, no more')
-  runs = 0
-  t.equal(boundedValidate(validator(() => { runs++ }), 50, clocks)({}), true)
-  t.equal(runs, 1, 'a call within the budget runs once')
-})
-
-t.test('a call within the budget on the wall clock never reads the CPU clock (a system call over every thread)', async (t) => {
+t.test('a call held over the budget in the event loop is not run there again: the validation thread\'s verdict stands', async (t) => {
   let wall = 0
   let cpuReads = 0
   const clocks = { wall: () => wall, cpu: () => { cpuReads++; return 0 } }
-  const quick = boundedValidate(validator(() => { wall += 10 }), 50, clocks)
-  for (let i = 0; i < 3; i++) t.equal(quick({}), true)
-  t.equal(cpuReads, 0, 'three calls of 10 ms: no CPU clock read')
-  const slow = boundedValidate(validator(() => { wall += 80 }), 50, clocks)
-  t.equal(slow({}), true, '80 ms of waiting, no work: passes')
-  t.equal(cpuReads, 2, 'its second run, and only that, read the CPU clock before and after')
+  let runs = 0
+  const sent: unknown[] = []
+  const runner = { validate: async (_key: number, _schema: unknown, data: unknown, maxMs: number): Promise<Validation> => { sent.push(data); return data === 'costly' ? overBudget(maxMs) : { valid: true, value: data } } }
+  const held = boundedValidator(validator(() => { runs++; wall += 120 }), { schema: {}, weight: 1, maxMs: 50, runner, clocks })
+  const verdict = held('waited')
+  t.ok(verdict instanceof Promise, 'held 120 ms: the thread decides')
+  t.same(await verdict, { valid: true, value: 'waited' }, 'and it passes there')
+  t.match(await held('costly'), { valid: false, errors: [{ message: /took longer than 50 ms/ }] }, 'or is refused there')
+  t.equal(runs, 2, 'each ran once here, not twice')
+  t.same(sent, ['waited', 'costly'])
+  const quick = boundedValidator(validator(() => { wall += 10 }), { schema: {}, weight: 1, maxMs: 50, runner, clocks })
+  for (let i = 0; i < 3; i++) t.same(quick({}), { valid: true, value: {} }, 'a call within the budget answers at once')
+  t.equal(cpuReads, 0, 'no CPU clock read here')
+})
+
+t.test('a call whose weight times size is over the bound goes to the validation thread without running here', async (t) => {
+  let runs = 0
+  const sent: unknown[] = []
+  const runner = { validate: async (_key: number, _schema: unknown, data: unknown): Promise<Validation> => { sent.push(data); return { valid: true, value: data } } }
+  const light = boundedValidator(validator(() => { runs++ }), { schema: {}, weight: 10, maxMs: 50, runner })
+  t.notOk(light({ xs: ['a', 'b'] }) instanceof Promise, 'small arguments of a light schema: here')
+  t.ok(light({ xs: 'x'.repeat(40_000) }) instanceof Promise, '40 KB of arguments: on the thread')
+  const heavy = boundedValidator(validator(() => { runs++ }), { schema: {}, weight: 200_000, maxMs: 50, runner })
+  t.ok(heavy({ xs: ['a', 'b', 'c', 'd', 'e', 'f'] }) instanceof Promise, 'a schema of 200,000 enum values: a few bytes go to the thread')
+  const recursive = boundedValidator(validator(() => { runs++ }), { schema: {}, weight: Infinity, maxMs: 50, runner })
+  t.ok(recursive({}) instanceof Promise, 'a schema whose weight is unbounded: always on the thread')
+  t.equal(runs, 1, 'only the first ran here')
+  t.equal(sent.length, 3)
 })
 
 t.test('with the process\'s own clocks: a validation held up without working passes, one that works past the budget is refused', async (t) => {

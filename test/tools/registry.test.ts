@@ -83,8 +83,8 @@ t.test('a JSON tools file loads and registers every tool with its defaults', asy
   t.equal(registry.get('build')?.execution, 'auto')
   t.equal(registry.get('build')?.trackExactRepeats, true)
   t.equal(registry.get('build')?.action?.maxModelReceiptChars, 4096)
-  t.ok(registry.get('build')?.validate({ kind: 'wall', x: 1, y: 2 }), 'the schema is compiled')
-  t.notOk(registry.get('look')?.validate({ x: 1 }), 'the compiled schema enforces required')
+  t.ok((await registry.get('build')?.validate({ kind: 'wall', x: 1, y: 2 }))?.valid, 'the schema is compiled')
+  t.notOk((await registry.get('look')?.validate({ x: 1 }))?.valid, 'the compiled schema enforces required')
 })
 
 t.test('a YAML tools file loads the same tools as the JSON one', async (t) => {
@@ -185,10 +185,10 @@ t.test('schemas are compiled with formats (draft 2020-12)', async (t) => {
     },
     executor: { url: `${URL_BASE}/mail` }
   })
-  t.ok(tool.validate({ to: 'a@example.com', at: '2024-01-01T00:00:00Z', pair: [1, 'a'] }))
-  t.notOk(tool.validate({ to: 'not-an-email' }), 'email format enforced')
-  t.notOk(tool.validate({ at: 'yesterday' }), 'date-time format enforced')
-  t.notOk(tool.validate({ pair: [1, 'a', 3] }), 'prefixItems with items false (2020-12) enforced')
+  t.ok((await tool.validate({ to: 'a@example.com', at: '2024-01-01T00:00:00Z', pair: [1, 'a'] })).valid)
+  t.notOk((await tool.validate({ to: 'not-an-email' })).valid, 'email format enforced')
+  t.notOk((await tool.validate({ at: 'yesterday' })).valid, 'date-time format enforced')
+  t.notOk((await tool.validate({ pair: [1, 'a', 3] })).valid, 'prefixItems with items false (2020-12) enforced')
 })
 
 t.test("a schema's $id is its own: it cannot displace a meta-schema, nor be seen by another tool's schema, nor keep its id from the next", async (t) => {
@@ -219,10 +219,10 @@ t.test("a schema's $id is its own: it cannot displace a meta-schema, nor be seen
   const shared = 'https://example.test/shared'
   t.equal(put('first', { $id: shared, type: 'object', properties: { n: { type: 'integer' } } }), 'ok')
   t.equal(put('second', { $id: shared, type: 'object', properties: { n: { type: 'string' } } }), 'ok', 'two tools may carry one $id')
-  t.ok(registry.get('first')!.validate({ n: 1 }))
-  t.notOk(registry.get('first')!.validate({ n: 'a' }), 'each validates with its own schema')
-  t.ok(registry.get('second')!.validate({ n: 'a' }))
-  t.notOk(registry.get('second')!.validate({ n: 1 }))
+  t.ok((await registry.get('first')!.validate({ n: 1 })).valid)
+  t.notOk((await registry.get('first')!.validate({ n: 'a' })).valid, 'each validates with its own schema')
+  t.ok((await registry.get('second')!.validate({ n: 'a' })).valid)
+  t.notOk((await registry.get('second')!.validate({ n: 1 })).valid)
 })
 
 t.test('a tool prepares in place when it has rewrites, or a default or a reference anywhere in its schema', async (t) => {

@@ -4,7 +4,7 @@
  * schemas (recursive ones included) stay within them.
  */
 import t from 'tap'
-import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, schemaCostProblems } from '../../src/tools/schema-cost.js'
+import { DEFAULT_MAX_SCHEMA_BYTES, SCHEMA_LIMITS, schemaCost, schemaCostProblems } from '../../src/tools/schema-cost.js'
 import { branchingRefs, manyProperties } from './costly-schemas.js'
 
 const limits = { ...SCHEMA_LIMITS, maxBytes: DEFAULT_MAX_SCHEMA_BYTES }
@@ -58,4 +58,32 @@ t.test('nesting, branching and references beyond the limits are refused with the
 t.test('a pointer escapes ~ and / in property names', async (t) => {
   const schema = { type: 'object', properties: { 'a/b~c': { anyOf: Array.from({ length: 65 }, () => ({})) } } }
   t.same(schemaCostProblems(schema, limits), ['/inputSchema/properties/a~1b~0c/anyOf: has 65 branches, over the limit of 64'])
+})
+
+t.test('patterns are weighed before they are compiled: each distinct one once, refused past the instruction limit', async (t) => {
+  const limits = { ...SCHEMA_LIMITS, maxBytes: 256 * 1024 }
+  const patternProperties: Record<string, unknown> = {}
+  for (let i = 0; i < 1000; i++) patternProperties[`^k${i}[a-z]{0,200}$`] = { type: 'string' }
+  t.match(schemaCostProblems({ type: 'object', patternProperties }, limits), [/^\/inputSchema\/patternProperties\/\^k24\[a-z\]\{0,200\}\$: the schema's patterns are too costly: they compile to more than 10000 instructions, the limit$/])
+  const same = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`p${i}`, { type: 'string', pattern: '^[a-z]{0,200}$' }]))
+  t.same(schemaCostProblems({ type: 'object', properties: same }, limits), [], 'one pattern used 500 times is compiled once')
+  t.same(schemaCostProblems({ type: 'string', pattern: '^[a-z0-9-]{1,63}(\\.[a-z0-9-]{1,63})*$' }, limits), [], 'an ordinary hostname pattern')
+})
+
+t.test('a schema\'s weight counts enum values, consts and patterns per use, and is unbounded for branching recursion', async (t) => {
+  const limits = { ...SCHEMA_LIMITS, maxBytes: 256 * 1024 }
+  const countries = Array.from({ length: 250 }, (_, i) => `C${i}`)
+  const ordinary = schemaCost({ type: 'object', properties: { country: { enum: countries }, n: { type: 'integer' } } }, limits)
+  t.same(ordinary.problems, [], 'a 250-value enum is no problem')
+  t.ok(ordinary.weight > 250 && ordinary.weight < 1000, `and weighs ${ordinary.weight}`)
+  const values = Array.from({ length: 20_000 }, (_, i) => `v${i}`)
+  t.ok(schemaCost({ type: 'array', items: { enum: values } }, limits).weight > 20_000, '20,000 values weigh more than 20,000')
+  const shared = { $defs: { e: { enum: values } }, allOf: [{ $ref: '#/$defs/e' }, { $ref: '#/$defs/e' }, { $ref: '#/$defs/e' }] }
+  t.ok(schemaCost(shared, limits).weight > 60_000, 'a definition counts once per reference to it')
+  t.equal(schemaCost({ type: 'array', items: { $ref: '#' } }, limits).weight < 10, true, 'a list of lists: one reference back, bounded')
+  t.equal(schemaCost({ type: 'array', items: { $ref: '#' }, contains: { $ref: '#' } }, limits).weight, Infinity, 'two references back into the same items: each level validated once per path')
+  const json = { $anchor: 'v', anyOf: [{ type: ['string', 'number', 'boolean', 'null'] }, { type: 'array', items: { $ref: '#v' } }, { type: 'object', additionalProperties: { $ref: '#v' } }] }
+  t.ok(schemaCost(json, limits).weight < 20, 'a JSON value schema: one reference into items and one into properties never meet')
+  const pair = { type: 'object', properties: { left: { $ref: '#' }, right: { $ref: '#' } } }
+  t.ok(schemaCost(pair, limits).weight < 20, 'a binary tree: two named properties, one reference each')
 })
