@@ -84,6 +84,9 @@ export interface Tool {
   readonly definition: Required<Omit<ToolDefinition, 'action' | 'conflictKey' | 'ignoreArguments'>> & Pick<ToolDefinition, 'action' | 'conflictKey' | 'ignoreArguments'>
 }
 
+/** The outcome of projecting a receipt: the model's content, or why there is none. */
+export type ProjectionCheck = { ok: true, content: string } | { ok: false, problem: string }
+
 /** A compiled JSONata projection of an action receipt (SPEC section 7). */
 export interface Projection {
   readonly source: string
