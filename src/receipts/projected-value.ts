@@ -1,6 +1,8 @@
 /**
  * The check of a projection's value (SPEC section 7): what may become the
- * model's content.
+ * model's content. Made where the value is, in the worker that evaluated
+ * it, so only the content (at most `maxChars` characters) comes back to the
+ * service's thread, never a huge value.
  */
 import { isPlainObject } from '../model/json.js'
 import type { ProjectionCheck } from '../model/tool.js'

@@ -1,7 +1,8 @@
 /**
- * A projection's JSONata expression with its guardrails, compiled at tool
- * registration (a syntax error or a regex literal RE2 cannot match is
- * refused there).
+ * A projection's JSONata expression with its guardrails: compiled in the
+ * service's thread at tool registration (a syntax error or a regex literal
+ * RE2 cannot match is refused there) and again, once per worker, where it
+ * is evaluated (./projection-worker.ts).
  */
 import jsonata from 'jsonata'
 import { LinearRegexEngine, compileLinear } from '../model/linear-regexp.js'
@@ -40,7 +41,8 @@ const UNAVAILABLE_FUNCTIONS = ['now', 'millis', 'random', 'shuffle'] as const
  * hooks of jsonata-exerciser's `timeboxExpression`, but their counters live in
  * each evaluation's own frame, so concurrent evaluations of one compiled
  * expression do not share a depth count. A single built-in call on a huge
- * value is not interrupted mid-way; the next step then fails.
+ * value is not interrupted mid-way by them: that is what the worker's
+ * deadline and memory limit are for (./projection-pool.ts).
  */
 export function compileExpression (source: string, limits: ProjectionLimits): jsonata.Expression {
   let expression: jsonata.Expression

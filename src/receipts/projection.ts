@@ -1,10 +1,10 @@
 import type { Projection, ProjectionCheck } from '../model/tool.js'
 import { isPlainObject } from '../model/json.js'
-import { compileExpression, describeJsonataError } from './projection-expression.js'
-import { checkProjectedValue } from './projected-value.js'
+import { compileExpression } from './projection-expression.js'
+import { ProjectionPool } from './projection-pool.js'
 
 export { MAX_PROJECTION_SEQUENCE, MAX_PROJECTION_STRING_CHARS } from './projection-expression.js'
-export { checkProjectedValue }
+export { checkProjectedValue } from './projected-value.js'
 
 /** Options of {@link compileProjection}. */
 export interface ProjectionOptions {
@@ -18,43 +18,48 @@ export interface ProjectionOptions {
    * @default 200
    */
   maxDepth?: number
+  /**
+   * Where the projection is evaluated: the app's pool (src/services.ts).
+   * @default the process's own pool, started when first used
+   */
+  pool?: ProjectionPool
 }
 
 /**
- * Default time box of one projection evaluation, in milliseconds. An
- * evaluation holds the event loop (its steps chain microtasks), so the box is
- * what one projection can take from every other request at worst.
+ * Default time box of one projection evaluation, in milliseconds: how long
+ * a tool's projection may hold a worker of the pool, and its batch.
  */
 const DEFAULT_PROJECTION_TIMEOUT_MS = 100
 /** Default evaluation depth limit of a projection. */
 export const DEFAULT_PROJECTION_MAX_DEPTH = 200
 
+/** The pool of projections compiled without one: tests, and registries made outside an app. */
+let processPool: ProjectionPool | undefined
+
 /**
- * Compiles a JSONata projection once, at tool registration, with the
- * guardrails of ./projection-expression.ts. Throws an Error naming the
- * JSONata code, message and position when the expression does not parse
- * (the registry answers 400 `invalid_tool`).
+ * Compiles a JSONata projection at tool registration, in this thread, to
+ * refuse it at once: throws an Error naming the JSONata code, message and
+ * position when the expression does not parse, or naming a regex literal
+ * RE2 cannot match in linear time (the registry answers 400
+ * `invalid_tool`). It is evaluated on a worker of the pool
+ * (./projection-pool.ts), which compiles it again once.
  */
 export function compileProjection (source: string, opts: ProjectionOptions = {}): Projection {
   if (typeof source !== 'string') {
     throw new TypeError(`Expected \`source\` to be a string, got ${typeof source}`)
   }
-  const expression = compileExpression(source, {
+  const limits = {
     timeoutMs: positiveInteger(opts.timeoutMs ?? DEFAULT_PROJECTION_TIMEOUT_MS, 'timeoutMs'),
     maxDepth: positiveInteger(opts.maxDepth ?? DEFAULT_PROJECTION_MAX_DEPTH, 'maxDepth')
-  })
+  }
+  compileExpression(source, limits)
+  const pool = opts.pool
 
   return Object.freeze({
     source,
-    async evaluate (input: unknown): Promise<unknown> {
-      try {
-        // A copy, so nothing jsonata does to its input can reach a stored receipt.
-        return await expression.evaluate(structuredClone(input))
-      } catch (err) {
-        // Only the code and position: jsonata's messages can quote values of
-        // the receipt, and those may carry arguments that logs must not hold.
-        throw new Error(`Projection evaluation failed: ${describeJsonataError(err, false)}`)
-      }
+    async evaluate (input: unknown, maxChars: number): Promise<ProjectionCheck> {
+      // The worker gets a copy, so nothing jsonata does to its input can reach a stored receipt.
+      return await (pool ?? (processPool ??= new ProjectionPool())).run({ source, limits, input, maxChars })
     }
   })
 }
@@ -71,21 +76,22 @@ function positiveInteger (value: number, name: string): number {
  * `{ intent, receipt }` and checks the value. `dispatch` and `timing` are
  * removed from the receipt here too, so a replay projects exactly as the
  * first dispatch did whatever the caller passes. Never rejects because of
- * the expression: an evaluation that throws, loops or runs too long gives
- * `{ ok: false, problem: 'threw' }`.
+ * the expression: an evaluation that throws, loops, runs too long or out of
+ * its worker's memory gives `{ ok: false, problem: 'threw' }`.
  */
 export async function projectReceipt (
   projection: Projection,
   input: { intent: unknown, receipt: unknown },
   maxChars: number
 ): Promise<ProjectionCheck> {
-  let value: unknown
+  if (!Number.isSafeInteger(maxChars) || maxChars < 0) {
+    throw new TypeError(`Expected \`maxChars\` to be a non-negative integer, got ${String(maxChars)}`)
+  }
   try {
-    value = await projection.evaluate({ intent: input.intent, receipt: withoutReplayFields(input.receipt) })
+    return await projection.evaluate({ intent: input.intent, receipt: withoutReplayFields(input.receipt) }, maxChars)
   } catch {
     return { ok: false, problem: 'threw' }
   }
-  return checkProjectedValue(value, maxChars)
 }
 
 function withoutReplayFields (receipt: unknown): unknown {
