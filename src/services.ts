@@ -17,6 +17,7 @@ import { meteredAuthorizer } from './telemetry/authorizer-metrics.js'
 import { meteredStore } from './telemetry/store-metrics.js'
 import { TracedExecutor } from './telemetry/client-spans.js'
 import { ToolRegistry } from './tools/registry.js'
+import { ProjectionPool } from './receipts/projection-pool.js'
 import { createAuthorizer } from './auth/authorizer.js'
 import { McpServers } from './mcp/servers.js'
 import type { ToolPins } from './store/tool-pins.js'
@@ -96,7 +97,9 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
   const runTtlMs = config.runTtlSeconds * 1000
   const clock = overrides.clock ?? systemClock
   const unmetered = overrides.store ?? createStore(config, logger, clock)
-  const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins, maxSchemaBytes: config.maxSchemaBytes, maxValidationMs: config.maxValidationMs })
+  // Its workers start with the first projection evaluated, not with the service.
+  const projections = new ProjectionPool()
+  const tools = overrides.tools ?? new ToolRegistry({ allowedOrigins: config.executorAllowedOrigins, maxSchemaBytes: config.maxSchemaBytes, maxValidationMs: config.maxValidationMs, projections })
   const client = new ExecutorClient({ maxResponseBytes: config.maxExecutorResponseBytes, clock })
   const telemetry = createTelemetry({ logger, store: unmetered, toolNames: () => tools.list().map((t) => t.name), extra: overrides.telemetry })
   // Everything but the scrape's own gauges goes through the timed store.
@@ -222,6 +225,7 @@ export function createServices (config: Config, logger: Logger, overrides: Servi
       await mcp.close()
       if (overrides.toolPins === undefined) await pins.close()
       await uncertain.close()
+      await projections.close()
       await client.close()
       await store.close()
       // The validation thread, if a large call started one; a registry given in is its giver's to close.

@@ -84,11 +84,18 @@ export interface Tool {
   readonly definition: Required<Omit<ToolDefinition, 'action' | 'conflictKey' | 'ignoreArguments'>> & Pick<ToolDefinition, 'action' | 'conflictKey' | 'ignoreArguments'>
 }
 
+/** The outcome of projecting a receipt: the model's content, or why there is none. */
+export type ProjectionCheck = { ok: true, content: string } | { ok: false, problem: string }
+
 /** A compiled JSONata projection of an action receipt (SPEC section 7). */
 export interface Projection {
   readonly source: string
-  /** Evaluates the expression; rejects when it throws, loops or runs too long. */
-  evaluate (input: unknown): Promise<unknown>
+  /**
+   * Evaluates the expression apart from the event loop and checks its value
+   * against `maxChars` (the model's content, or the problem with it); rejects
+   * when it throws, loops, runs too long or out of memory.
+   */
+  evaluate (input: unknown, maxChars: number): Promise<ProjectionCheck>
 }
 
 /** Looks tools up by name or alias. */

@@ -3,6 +3,7 @@ import { ToolDefinition as ToolDefinitionSchema } from '../../schemas/tool.js'
 import { compileConflictKey } from '../prepare/conflict-key.js'
 import { parsePointer } from '../model/json-pointer.js'
 import { compileProjection } from '../receipts/projection.js'
+import type { ProjectionPool } from '../receipts/projection-pool.js'
 import { compileIgnoredArguments } from '../repeat/loops.js'
 import { unsupportedPatterns } from '../model/linear-regexp.js'
 import { DEFAULT_MAX_VALIDATION_MS, boundedValidator } from './bounded-validate.js'
@@ -60,6 +61,8 @@ export interface RegistryOptions {
   maxSchemaBytes?: number
   /** Longest validation of one call's arguments (TOOLGATE_MAX_VALIDATION_MS). @default 50 */
   maxValidationMs?: number
+  /** Where the tools' projections are evaluated. @default the process's own pool */
+  projections?: ProjectionPool
 }
 
 /**
@@ -188,7 +191,7 @@ export class ToolRegistry implements ToolLookup {
       if (def.readOnly === true) problems.push('/action: an action tool changes state and cannot be readOnly')
       let projection = null
       if (def.action.projection !== undefined) {
-        try { projection = compileProjection(def.action.projection) } catch (err) { problems.push(`/action/projection: ${(err as Error).message}`) }
+        try { projection = compileProjection(def.action.projection, { pool: this.#opts.projections }) } catch (err) { problems.push(`/action/projection: ${(err as Error).message}`) }
       }
       action = { projection, maxModelReceiptChars: def.action.maxModelReceiptChars ?? DEFAULT_MAX_MODEL_RECEIPT_CHARS }
     }

@@ -77,11 +77,14 @@ async function loopDelay (svc: Replica, reference: { read: () => Promise<number>
 t.test('no case of the hostile suite makes the service answer 5xx, exit, stall its loop 100 ms or leak across tenants', async (t) => {
   const ex = await startExecutor(t)
   ex.on('act', (c) => ({ status: 'committed', result: { echo: c.arguments } }))
+  const sortItems = Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 100_000)
+  ex.on('sorter', () => ({ status: 'committed', result: { items: sortItems } }))
   const dir = mkdtempSync(join(tmpdir(), 'toolgate-hostile-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const tools = [
     tool('plain', ex.url, { readOnly: true }),
     tool('act', ex.url, { action: {} }),
+    tool('sorter', ex.url, { action: { projection: "{ 'first': $sort(receipt.result.items)[0] }" } }),
     tool('mail', ex.url, { requiresApproval: true }),
     tool('uniq', ex.url, { readOnly: true, inputSchema: { type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'object' } } } } }),
     tool('wide', ex.url, { readOnly: true, inputSchema: manyProperties(1000) }),
@@ -206,6 +209,17 @@ t.test('no case of the hostile suite makes the service answer 5xx, exit, stall i
     const res = await call(svc, 'beta', 'POST', '/v1/runs/redos/batches', { calls: REDOS_CASES.map(({ hostile }, i) => ({ id: `h${i}`, name: `redos${i}`, arguments: { s: hostile } })) })
     t.equal(res.status, 200)
     for (const r of res.body.results) t.equal(r.details.reason, 'invalid_arguments')
+  })
+
+  // jsonata's $sort is quadratic within one step, which its time box never interrupts: in the service's thread,
+  // 100,000 items ran a service with a 256 MiB heap out of memory, and 200,000 held one with the default heap 55 s
+  // before it ran out too.
+  await measured('a projection that sorts 100,000 items is projection_failed, and the service neither stalls nor runs out of memory', async (t) => {
+    t.equal((await call(svc, 'beta', 'POST', '/v1/runs', { runId: 'sort' })).status, 201)
+    const res = await call(svc, 'beta', 'POST', '/v1/runs/sort/batches', { calls: [{ id: 's', name: 'sorter', arguments: {} }] })
+    t.equal(res.status, 200)
+    t.equal(res.body.results[0].status, 'projection_failed')
+    t.equal(res.body.results[0].details.receipt.status, 'committed', 'the action happened: its receipt says so')
   })
 
   // The red team's storm: 3,000 tools and list_changed without end (the 20,000-tool listing of each transport is in test/mcp/bounds.test.ts).

@@ -1,10 +1,12 @@
 /**
  * A tool's own definition cannot stall the service: hostile schema patterns
  * match in linear time, patterns that cannot are refused at registration,
- * projections are bounded, and a slow preparation is reported.
+ * projections are bounded and evaluated apart from the event loop, and a
+ * slow preparation is reported.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import t from 'tap'
-import { buildTestApp, get, post, startExecutor, tool } from '../helper.js'
+import { buildTestApp, get, post, sleep, startExecutor, tool } from '../helper.js'
 import { REDOS_CASES } from './redos-cases.js'
 
 const CANARY = 'canary-argument-value-7781'
@@ -84,6 +86,48 @@ t.test('a projection with a catastrophic regex answers; one that blows its bound
   t.equal(failed.body.results[0].details.receipt.status, 'committed', 'the canonical receipt is kept')
   t.equal(failed.body.continue, false)
   t.equal(failed.body.run.terminationReason, 'projection_failed')
+})
+
+t.test('a projection that sorts 50,000 items is projection_failed at its deadline, and the service answers meanwhile', async t => {
+  const { app } = await buildTestApp(t)
+  const ex = await startExecutor(t)
+  const items = Array.from({ length: 50_000 }, (_, i) => (i * 7919) % 50_000)
+  ex.on('sorter', () => ({ status: 'committed', result: { items } }))
+  app.services.tools.putAll([tool('sorter', ex.url, { action: { projection: "{ 'first': $sort(receipt.result.items)[0] }" } })])
+  const path = await runPath(app)
+
+  // The longest the service went without answering /healthz, asked every 10 ms, and its event loop's longest delay.
+  let stop = false
+  let longestGapMs = 0
+  const healthStatuses: number[] = []
+  const health = (async () => {
+    let last = performance.now()
+    while (!stop) {
+      healthStatuses.push((await get(app, '/healthz')).status)
+      longestGapMs = Math.max(longestGapMs, performance.now() - last)
+      last = performance.now()
+      await sleep(10)
+    }
+  })()
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
+  const started = performance.now()
+  const res = await post(app, path, { calls: [{ id: 's1', name: 'sorter', arguments: {} }] })
+  const tookMs = performance.now() - started
+  delay.disable()
+  stop = true
+  await health
+
+  t.equal(res.body.results[0].status, 'projection_failed')
+  t.equal(res.body.results[0].details.projectionProblem, 'threw')
+  t.equal(res.body.results[0].details.receipt.status, 'committed', 'the canonical receipt is kept')
+  t.equal(res.body.run.terminationReason, 'projection_failed')
+  // Generous bounds: the machine may be shared and loaded. With the projection in the service's thread, this
+  // batch held the loop over two minutes while the heap grew to 3.8 GB, and the process aborted out of memory.
+  t.ok(tookMs < 10_000, `the batch was answered after ${tookMs.toFixed(0)} ms, under 10000`)
+  t.ok(delay.max / 1e6 < 500, `the event loop was held at most ${(delay.max / 1e6).toFixed(1)} ms, under 500`)
+  t.ok(longestGapMs < 500, `/healthz went unanswered at most ${longestGapMs.toFixed(0)} ms, under 500`)
+  t.ok(healthStatuses.length > 0 && healthStatuses.every((s) => s === 200), `/healthz answered 200 all ${healthStatuses.length} times`)
 })
 
 t.test('a tool whose projection holds a regex RE2 cannot match is refused at registration', async t => {

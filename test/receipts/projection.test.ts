@@ -195,19 +195,19 @@ t.test('a compiled projection keeps its source', async t => {
 // D1012 is jsonata's own time-box error (D1011 its depth limit): the code says which bound stopped it, no stopwatch needed.
 t.test('infinite tail recursion fails at the time box', async t => {
   const projection = compileProjection("($f := function($n) { $f($n + 1) }; { 'n': $f(0) })")
-  await t.rejects(projection.evaluate(input), { message: /D1012/ })
+  await t.rejects(projection.evaluate(input, MAX), { message: /D1012/ })
   t.same(await projectReceipt(projection, input, MAX), { ok: false, problem: 'threw' })
 })
 
 t.test('a shorter time box is honoured', async t => {
   const projection = compileProjection("($f := function($n) { $f($n + 1) }; { 'n': $f(0) })", { timeoutMs: 20 })
-  await t.rejects(projection.evaluate(input), { message: /D1012/ })
+  await t.rejects(projection.evaluate(input, MAX), { message: /D1012/ })
   t.same(await projectReceipt(projection, input, MAX), { ok: false, problem: 'threw' })
 })
 
 t.test('runaway non-tail recursion hits the depth limit', async t => {
   const projection = compile("($f := function($n) { 1 + $f($n + 1) }; { 'n': $f(0) })")
-  await t.rejects(projection.evaluate(input), { message: /D1011/ })
+  await t.rejects(projection.evaluate(input, MAX), { message: /D1011/ })
 })
 
 t.test('the depth limit is per evaluation, not shared by concurrent evaluations', async t => {
@@ -228,7 +228,7 @@ t.test('a larger depth limit is honoured', async t => {
 t.test('an evaluation error names the jsonata code but never quotes receipt values', async t => {
   const secret = { intent: { action: 'build', arguments: { n: 987654321 } }, receipt }
   const projection = compile('{ intent.arguments.n: 1 }')
-  await t.rejects(projection.evaluate(secret), { message: /^Projection evaluation failed: T1003 at position \d+$/ })
+  await t.rejects(projection.evaluate(secret, MAX), { message: /^Projection evaluation failed: T1003 at position \d+$/ })
 })
 
 t.test('an input that cannot be copied is a failure, not a crash', async t => {
