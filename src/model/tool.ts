@@ -1,5 +1,11 @@
-import type { BoundedValidate } from '../tools/bounded-validate.js'
+import type { ErrorObject } from 'ajv'
 import type { Executor } from '../dispatch/executor.js'
+
+/** What one validation answered: valid, with the data as validated (schema defaults filled in), or the errors why not. */
+export type Validation = { readonly valid: true, readonly value: unknown } | { readonly valid: false, readonly errors: ErrorObject[] }
+
+/** Validates data and fills schema defaults; at once when that is cheap, else on the validation thread (src/tools/bounded-validate.ts). */
+export type BoundedValidate = (data: unknown) => Validation | Promise<Validation>
 
 /** How a tool asks to be scheduled: see SPEC section 5, "Epochs". */
 export type ExecutionHint = 'auto' | 'parallel' | 'sequential'

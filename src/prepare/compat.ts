@@ -222,7 +222,7 @@ export function resolveTool (name: unknown, lookup: ToolLookup): StageResult<Too
   if (tool !== undefined) return { ok: true, value: tool }
   const shown = typeof name === 'string' ? ` ${JSON.stringify(name.slice(0, 64))}` : ''
   if (typeof name === 'string' && lookup.quarantined?.(name) === true) {
-    return { ok: false, reason: 'tool_quarantined', message: `the tool${shown} is held in quarantine: its definition changed since an admin approved it` }
+    return { ok: false, reason: 'tool_quarantined', message: `the tool${shown} is held in quarantine until an admin approves it: its server offers it as a new tool, or with a definition other than the one approved` }
   }
   return { ok: false, reason: 'unknown_tool', message: `there is no tool named${shown}` }
 }

@@ -12,7 +12,7 @@ import type { AuthorizationContext, PreparationContext } from './types.js'
 import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from '../model/call.js'
 import { describeErrors, validateArguments } from './validate.js'
 import type { StageResult } from './types.js'
-import type { Validation } from '../tools/bounded-validate.js'
+import type { Validation } from '../model/tool.js'
 
 /** A call that passed every stage up to the external authorizer. */
 type LocallyAuthorized = Omit<PreparedCall, 'conflictKey'>

@@ -4,7 +4,7 @@
  */
 import type { ErrorObject } from 'ajv'
 import type { Tool } from '../model/tool.js'
-import type { Validation } from '../tools/bounded-validate.js'
+import type { Validation } from '../model/tool.js'
 import type { StageResult } from './types.js'
 
 /** At most this many schema errors are named in a rejection message. */

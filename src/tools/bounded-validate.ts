@@ -8,6 +8,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import type { Ajv, ErrorObject, SchemaValidateFunction, ValidateFunction } from 'ajv'
+import type { BoundedValidate, Validation } from '../model/tool.js'
 
 export const DEFAULT_MAX_VALIDATION_MS = 50
 
@@ -94,11 +95,7 @@ export function boundedValidate (validate: ValidateFunction, maxMs: number, cloc
   return bounded
 }
 
-/** What one validation answered: valid, with the data as validated (schema defaults filled in), or the errors why not. */
-export type Validation = { readonly valid: true, readonly value: unknown } | { readonly valid: false, readonly errors: ErrorObject[] }
-
-/** Validates data and fills schema defaults; at once when that is cheap, else on the validation thread (boundedValidator). */
-export type BoundedValidate = (data: unknown) => Validation | Promise<Validation>
+export type { BoundedValidate, Validation }
 
 /**
  * One validation timed on both clocks (as boundedValidate describes): the
