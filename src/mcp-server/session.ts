@@ -12,6 +12,7 @@ import type { ToolRegistry } from '../tools/registry.js'
 import { offeredTools } from '../tools/offered.js'
 import type { Tool } from '../model/tool.js'
 import { ProblemError } from '../errors.js'
+import { ownedRun } from '../runs/transitions.js'
 import { context } from '@opentelemetry/api'
 import { McpRequestSpans } from '../telemetry/mcp-spans.js'
 import { runEndedResult } from './results.js'
@@ -291,9 +292,8 @@ export class McpSession {
 
   /** The session's run; run_not_found once it is gone, even when a run of its id was created since. */
   async #run (): Promise<RunRecord> {
-    const run = await this.#deps.runs.get(this.owner.tenant, this.owner.runId)
-    if (run.createdAt !== this.owner.createdAt) throw new ProblemError('run_not_found', `No run ${this.owner.runId}`)
-    return run
+    const { tenant, runId, createdAt } = this.owner
+    return ownedRun(await this.#deps.runs.get(tenant, runId), tenant, runId, createdAt)
   }
 
   /**

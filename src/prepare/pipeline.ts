@@ -3,16 +3,14 @@
  * call of a batch. A call that fails a stage is rejected and the others go on.
  */
 import { performance } from 'node:perf_hooks'
-import type { Tool, ToolLookup } from '../model/tool.js'
+import type { Tool, ToolLookup, Validation } from '../model/tool.js'
 import { authorizeLocally, type ExternalAuthorizer } from './authorize.js'
 import { coerceScalars, parseArguments, renameArgumentAliases, resolveTool } from './compat.js'
 import { resolveConflictKey } from './conflict-key.js'
 import { applyRewrites, RewriteError } from './rewrite.js'
-import type { AuthorizationContext, PreparationContext } from './types.js'
+import type { AuthorizationContext, PreparationContext, StageResult } from './types.js'
 import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from '../model/call.js'
 import { describeErrors, validateArguments } from './validate.js'
-import type { StageResult } from './types.js'
-import type { Validation } from '../model/tool.js'
 
 /** A call that passed every stage up to the external authorizer. */
 type LocallyAuthorized = Omit<PreparedCall, 'conflictKey'>

@@ -3,8 +3,7 @@
  * which also fills schema defaults (Ajv `useDefaults`).
  */
 import type { ErrorObject } from 'ajv'
-import type { Tool } from '../model/tool.js'
-import type { Validation } from '../model/tool.js'
+import type { Tool, Validation } from '../model/tool.js'
 import type { StageResult } from './types.js'
 
 /** At most this many schema errors are named in a rejection message. */
