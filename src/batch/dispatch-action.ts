@@ -91,7 +91,7 @@ export async function actionResult (ctx: ActionContext, call: PreparedCall, oper
     return { value: { status: callStatus, content, isError: callStatus !== 'ok', details }, uncertain: callStatus === 'uncertain', closeBatch: false }
   }
   const { dispatch: _d, timing: _t, ...stable } = receipt
-  const check = await projectReceipt(projection, { intent: receipt.intent, receipt: stable }, call.tool.action!.maxModelReceiptChars)
+  const check = await projectReceipt(projection, { intent: receipt.intent, receipt: stable }, call.tool.action!.maxModelReceiptChars, ctx.tenant)
   if (!check.ok) {
     ctx.onProjectionFailed?.(check.problem)
     return {

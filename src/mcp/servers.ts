@@ -360,13 +360,16 @@ export class McpServers {
    * The check of a tool's outputSchema, compiled as an input schema is (the
    * same dialect, pattern and cost limits), so that checking an answer is
    * bounded as checking arguments is; throws InvalidToolError naming the
-   * outputSchema's problems.
+   * outputSchema's problems. A check that goes to the validation thread
+   * waits its turn there as the server's (`mcp:<server>`), not a tenant's: a
+   * server's costly answers hold only its own.
    */
-  #outputCheck (schema: Record<string, unknown>): OutputCheck {
+  #outputCheck (schema: Record<string, unknown>, server: string): OutputCheck {
+    const owner = `mcp:${server}`
     try {
       const probe = this.#opts.tools.compile({ name: 'output.probe', inputSchema: withoutForeignDialect(schema), executor: { url: 'mcp://probe' } }, PROBE)
       return (structured) => {
-        const verdict = probe.validate(structured)
+        const verdict = probe.validate(structured, owner)
         return verdict instanceof Promise ? verdict.then((v) => v.valid) : verdict.valid
       }
     } catch (err) {
@@ -430,7 +433,7 @@ export class McpServers {
         return
       }
       try {
-        const output = listedOutput === undefined ? undefined : this.#outputCheck(listedOutput)
+        const output = listedOutput === undefined ? undefined : this.#outputCheck(listedOutput, conn.settings.name)
         const tool = this.#opts.tools.compile(definition, new McpToolExecutor(conn, remoteName, output, this.#opts.relays, this.#opts.elicitations))
         tools.push(tool)
         after.set(remoteName, { key, tool })

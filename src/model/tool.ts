@@ -4,8 +4,13 @@ import type { Executor } from '../dispatch/executor.js'
 /** What one validation answered: valid, with the data as validated (schema defaults filled in), or the errors why not. */
 export type Validation = { readonly valid: true, readonly value: unknown } | { readonly valid: false, readonly errors: ErrorObject[] }
 
-/** Validates data and fills schema defaults; at once when that is cheap, else on the validation thread (src/tools/bounded-validate.ts). */
-export type BoundedValidate = (data: unknown) => Validation | Promise<Validation>
+/**
+ * Validates data and fills schema defaults; at once when that is cheap, else
+ * on the validation thread (src/tools/bounded-validate.ts), where `owner`
+ * (the tenant whose call it is, or the tool server whose answer it is)
+ * waits its turn among the others.
+ */
+export type BoundedValidate = (data: unknown, owner?: string) => Validation | Promise<Validation>
 
 /** How a tool asks to be scheduled: see SPEC section 5, "Epochs". */
 export type ExecutionHint = 'auto' | 'parallel' | 'sequential'
@@ -99,9 +104,10 @@ export interface Projection {
   /**
    * Evaluates the expression apart from the event loop and checks its value
    * against `maxChars` (the model's content, or the problem with it); rejects
-   * when it throws, loops, runs too long or out of memory.
+   * when it throws, loops, runs too long or out of memory. `owner` (the
+   * tenant whose call it is) waits its turn for a worker among the others.
    */
-  evaluate (input: unknown, maxChars: number): Promise<ProjectionCheck>
+  evaluate (input: unknown, maxChars: number, owner?: string): Promise<ProjectionCheck>
 }
 
 /** Looks tools up by name or alias. */

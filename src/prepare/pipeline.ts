@@ -41,7 +41,7 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
   const owned = ctx.argumentsOwned === true || call.arguments === undefined || call.arguments === null || typeof call.arguments === 'string'
   const args = coerceScalars(renameArgumentAliases(parsed.value, tool.argumentAliases), tool.inputSchema)
 
-  const valid = validateArguments(tool, args, { inPlace: owned })
+  const valid = validateArguments(tool, args, { inPlace: owned, owner: ctx.tenant })
   return valid instanceof Promise ? valid.then((v) => validated(call, index, tool, args, v, ctx)) : validated(call, index, tool, args, valid, ctx)
 }
 
@@ -63,7 +63,7 @@ function validated (call: RawCall, index: number, tool: Tool, given: Record<stri
   const again = (verdict: Validation): Local => verdict.valid
     ? authorizedLocally(call, index, tool, verdict.value as Record<string, unknown>, ctx)
     : rejected(call, index, tool, 'policy_denied', `the host policy rewrite produced invalid arguments: ${describeErrors(verdict.errors)}`, rewritten)
-  const verdict = tool.validate(args)
+  const verdict = tool.validate(args, ctx.tenant)
   return verdict instanceof Promise ? verdict.then(again) : again(verdict)
 }
 

@@ -16,6 +16,8 @@ export interface ValidateOptions {
    * @default false
    */
   readonly inPlace?: boolean
+  /** Whose call it is (the tenant), for its turn on the validation thread. */
+  readonly owner?: string
 }
 
 /** Describes schema errors as `instancePath message`, never with the values. */
@@ -44,7 +46,7 @@ export function describeErrors (errors: readonly ErrorObject[] | null | undefine
  */
 export function validateArguments (tool: Tool, args: Record<string, unknown>, options?: ValidateOptions): StageResult<Record<string, unknown>> | Promise<StageResult<Record<string, unknown>>> {
   const value = options?.inPlace === true ? args : structuredClone(args)
-  const verdict = tool.validate(value)
+  const verdict = tool.validate(value, options?.owner)
   return verdict instanceof Promise ? verdict.then(argumentsResult) : argumentsResult(verdict)
 }
 

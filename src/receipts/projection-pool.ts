@@ -10,6 +10,7 @@
  * Either way the projection fails; the service never waits on it.
  */
 import { Worker } from 'node:worker_threads'
+import { FairQueue } from '../schedule/fair-queue.js'
 import { type ProjectionLimits, describeJsonataError } from './projection-expression.js'
 import type { ProjectionCheck } from '../model/tool.js'
 import type { ProjectionReply, ProjectionRequest } from './projection-worker.js'
@@ -105,7 +106,9 @@ function failure (reason: string): Error {
 
 /**
  * Evaluates projections on a small pool of worker threads, one projection
- * per worker at a time; the rest wait in arrival order. A projection's time
+ * per worker at a time; the rest wait, each owner's (tenant's) in arrival
+ * order and the owners in turn (a FairQueue), so one tenant's backlog of
+ * costly projections never holds another tenant's. A projection's time
  * box starts when a worker takes it, not while it waits: each one ahead of
  * it is bounded by its own box, and a projection is never failed for the
  * work of another. Idle workers never keep the process alive, and
@@ -114,7 +117,7 @@ function failure (reason: string): Error {
 export class ProjectionPool {
   readonly #opts: Required<ProjectionPoolOptions>
   readonly #slots: Slot[] = []
-  readonly #waiting: Pending[] = []
+  readonly #waiting = new FairQueue<Pending>()
   #nextId = 0
   #closed = false
 
@@ -131,12 +134,13 @@ export class ProjectionPool {
    * runs past its deadline (`D1012`), its worker runs out of memory
    * (`out_of_memory`) or dies (`worker_exited`), no worker could start
    * (`worker_unavailable`), or the input cannot be copied to a worker
-   * (`DataCloneError`).
+   * (`DataCloneError`). `owner` (a tenant) waits its turn among the owners
+   * with projections waiting; projections without one share a turn.
    */
-  async run (job: ProjectionJob): Promise<ProjectionCheck> {
+  async run (job: ProjectionJob, owner = ''): Promise<ProjectionCheck> {
     if (this.#closed) throw failure('closed')
     return await new Promise<ProjectionCheck>((resolve, reject) => {
-      this.#waiting.push({ ...job, resolve, reject })
+      this.#waiting.push(owner, { ...job, resolve, reject })
       this.#pump()
     })
   }
@@ -146,19 +150,19 @@ export class ProjectionPool {
     this.#closed = true
     const slots = this.#slots.splice(0)
     for (const slot of slots) this.#retire(slot, 'closed')
-    for (const job of this.#waiting.splice(0)) job.reject(failure('closed'))
+    for (const job of this.#waiting.drain()) job.reject(failure('closed'))
     await Promise.all(slots.map(async (slot) => await slot.worker.terminate()))
   }
 
   /** Hands waiting projections to idle workers, and starts workers for the rest, up to the pool's size. */
   #pump (): void {
-    while (this.#waiting.length > 0) {
+    while (this.#waiting.size > 0) {
       const idle = this.#slots.find((s) => s.ready && s.job === null)
       if (idle === undefined) break
       this.#assign(idle, this.#waiting.shift()!)
     }
     const starting = this.#slots.filter((s) => !s.ready).length
-    for (let n = starting; n < this.#waiting.length && this.#slots.length < this.#opts.size; n++) this.#start()
+    for (let n = starting; n < this.#waiting.size && this.#slots.length < this.#opts.size; n++) this.#start()
   }
 
   #start (): void {
@@ -167,7 +171,7 @@ export class ProjectionPool {
     try {
       worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb, maxYoungGenerationSizeMb, stackSizeMb } })
     } catch {
-      for (const job of this.#waiting.splice(0)) job.reject(failure('worker_unavailable'))
+      for (const job of this.#waiting.drain()) job.reject(failure('worker_unavailable'))
       return
     }
     const slot: Slot = { worker, ready: false, job: null, jobId: 0, deadline: undefined, error: undefined, gone: false }
@@ -228,7 +232,7 @@ export class ProjectionPool {
     const outOfMemory = (slot.error as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
     this.#retire(slot, outOfMemory ? 'out_of_memory' : 'worker_exited')
     // One that never got ready would not start the next time either: what waits fails now rather than retrying without end.
-    if (!slot.ready) for (const job of this.#waiting.splice(0)) job.reject(failure('worker_unavailable'))
+    if (!slot.ready) for (const job of this.#waiting.drain()) job.reject(failure('worker_unavailable'))
     this.#pump()
   }
 

@@ -57,9 +57,9 @@ export function compileProjection (source: string, opts: ProjectionOptions = {})
 
   return Object.freeze({
     source,
-    async evaluate (input: unknown, maxChars: number): Promise<ProjectionCheck> {
+    async evaluate (input: unknown, maxChars: number, owner?: string): Promise<ProjectionCheck> {
       // The worker gets a copy, so nothing jsonata does to its input can reach a stored receipt.
-      return await (pool ?? (processPool ??= new ProjectionPool())).run({ source, limits, input, maxChars })
+      return await (pool ?? (processPool ??= new ProjectionPool())).run({ source, limits, input, maxChars }, owner)
     }
   })
 }
@@ -82,13 +82,14 @@ function positiveInteger (value: number, name: string): number {
 export async function projectReceipt (
   projection: Projection,
   input: { intent: unknown, receipt: unknown },
-  maxChars: number
+  maxChars: number,
+  owner?: string
 ): Promise<ProjectionCheck> {
   if (!Number.isSafeInteger(maxChars) || maxChars < 0) {
     throw new TypeError(`Expected \`maxChars\` to be a non-negative integer, got ${String(maxChars)}`)
   }
   try {
-    return await projection.evaluate({ intent: input.intent, receipt: withoutReplayFields(input.receipt) }, maxChars)
+    return await projection.evaluate({ intent: input.intent, receipt: withoutReplayFields(input.receipt) }, maxChars, owner)
   } catch {
     return { ok: false, problem: 'threw' }
   }

@@ -133,7 +133,8 @@ export const IN_PROCESS_BYTES = 32 * 1024
 
 /** Where boundedValidator validates what it cannot validate at once, with a deadline. */
 export interface ValidationRunner {
-  validate: (key: number, schema: unknown, data: unknown, maxMs: number) => Promise<Validation>
+  /** `owner`: whose validation it is (a tenant, a tool server), for its turn among the others waiting. */
+  validate: (key: number, schema: unknown, data: unknown, maxMs: number, owner?: string) => Promise<Validation>
 }
 
 let nextKey = 0
@@ -167,8 +168,8 @@ export function boundedValidator (validate: ValidateFunction, opts: { schema: un
   const clocks = opts.clocks ?? PROCESS_CLOCKS
   const key = nextKey++
   const limit = weight === 0 ? IN_PROCESS_BYTES : Math.min(IN_PROCESS_BYTES, IN_PROCESS_UNITS / weight)
-  return (data) => {
-    if (weight === Infinity || sizeOver(data, limit)) return runner.validate(key, schema, data, maxMs)
+  return (data, owner) => {
+    if (weight === Infinity || sizeOver(data, limit)) return runner.validate(key, schema, data, maxMs, owner)
     const wall = clocks.wall()
     let valid: boolean
     try {
@@ -177,7 +178,7 @@ export function boundedValidator (validate: ValidateFunction, opts: { schema: un
       if (!(err instanceof RangeError)) throw err
       return { valid: false, errors: [costError(TOO_DEEP)] }
     }
-    if (clocks.wall() - wall > maxMs) return runner.validate(key, schema, data, maxMs)
+    if (clocks.wall() - wall > maxMs) return runner.validate(key, schema, data, maxMs, owner)
     return valid ? { valid: true, value: data } : { valid: false, errors: validate.errors ?? [] }
   }
 }

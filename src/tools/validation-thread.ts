@@ -5,8 +5,14 @@
  * is stopped with its thread (worker.terminate()), answers over budget, and
  * the next one starts a new thread. The thread starts with the first such
  * validation, does not keep the process alive (unref), and ends on close.
+ *
+ * The validations waiting are taken owner by owner (a FairQueue; an owner
+ * is the tenant whose arguments they are, or the tool server whose answer),
+ * so a tenant that sends costly calls by the hundred waits behind its own,
+ * and another tenant's call waits for at most one of each other owner's.
  */
 import { Worker } from 'node:worker_threads'
+import { FairQueue } from '../schedule/fair-queue.js'
 import { overBudget, type Validation, type ValidationRunner } from './bounded-validate.js'
 
 /** Under the test loader this module is TypeScript, and so is the worker beside it. */
@@ -28,21 +34,21 @@ export interface Request { id: number, key: number, schema?: unknown, data: unkn
 /** What the worker answers: it began the validation (the deadline runs from there), it ended, or it has no such schema. */
 export type Reply = { id: number, kind: 'started' } | { id: number, kind: 'done', verdict: Validation } | { id: number, kind: 'missing' }
 
-interface Job { key: number, schema: unknown, data: unknown, maxMs: number, resolve: (verdict: Validation) => void }
+interface Job { key: number, schema: unknown, data: unknown, maxMs: number, owner: string, resolve: (verdict: Validation) => void }
 
 export class ValidationThread implements ValidationRunner {
   #worker: Worker | null = null
   /** Schema keys the current worker has been sent. */
   #known = new Set<number>()
-  readonly #queue: Job[] = []
+  readonly #queue = new FairQueue<Job>()
   #current: { job: Job, id: number, timer: NodeJS.Timeout } | null = null
   #nextId = 0
   #closed = false
 
-  validate (key: number, schema: unknown, data: unknown, maxMs: number): Promise<Validation> {
+  validate (key: number, schema: unknown, data: unknown, maxMs: number, owner = ''): Promise<Validation> {
     if (this.#closed) return Promise.resolve(overBudget(maxMs))
     return new Promise((resolve) => {
-      this.#queue.push({ key, schema, data, maxMs, resolve })
+      this.#queue.push(owner, { key, schema, data, maxMs, owner, resolve })
       if (this.#current === null) this.#next()
     })
   }
@@ -50,7 +56,7 @@ export class ValidationThread implements ValidationRunner {
   /** Ends the thread; validations still waiting answer over budget. */
   async close (): Promise<void> {
     this.#closed = true
-    const waiting = this.#queue.splice(0)
+    const waiting = this.#queue.drain()
     if (this.#current !== null) waiting.unshift(this.#current.job)
     this.#finish()
     for (const job of waiting) job.resolve(overBudget(job.maxMs))
@@ -100,7 +106,7 @@ export class ValidationThread implements ValidationRunner {
       this.#known.delete(current.job.key)
       clearTimeout(current.timer)
       this.#current = null
-      this.#queue.unshift(current.job)
+      this.#queue.putBack(current.job.owner, current.job)
       this.#next()
     } else {
       this.#settle(reply.id, reply.verdict)

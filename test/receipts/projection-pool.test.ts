@@ -61,3 +61,22 @@ t.test('pool options must be positive integers', async t => {
     t.throws(() => new ProjectionPool(opts), TypeError, JSON.stringify(opts))
   }
 })
+
+t.test('tenants take turns for the workers: one tenant\'s backlog of runaways does not hold another tenant\'s projection', async t => {
+  const pool = new ProjectionPool({ size: 1 })
+  t.teardown(() => pool.close())
+  const order: string[] = []
+  const runaway = compileProjection(SORT, { pool, timeoutMs: 100 })
+  const hostile = Array.from({ length: 4 }, async (_, i) => {
+    const result = await projectReceipt(runaway, big, MAX, 'tenant-a')
+    order.push(`a${i + 1}`)
+    return result
+  })
+  const other = projectReceipt(compileProjection(SORT, { pool }), input, MAX, 'tenant-b').then((result) => {
+    order.push('b')
+    return result
+  })
+  t.same(await other, { ok: true, content: '{"first":1}' })
+  for (const result of await Promise.all(hostile)) t.same(result, { ok: false, problem: 'threw' })
+  t.same(order, ['a1', 'b', 'a2', 'a3', 'a4'], 'the other tenant\'s projection is next after the one running')
+})
