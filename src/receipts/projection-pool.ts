@@ -9,11 +9,10 @@
  * terminated and replaced, and one that passes its heap limit dies alone.
  * Either way the projection fails; the service never waits on it.
  */
-import { Worker } from 'node:worker_threads'
-import { FairQueue } from '../schedule/fair-queue.js'
+import { WorkerJobError, WorkerPool, workerModule } from '../workers/pool.js'
 import { type ProjectionLimits, describeJsonataError } from './projection-expression.js'
 import type { ProjectionCheck } from '../model/tool.js'
-import type { ProjectionReply, ProjectionRequest } from './projection-worker.js'
+import type { ProjectionAnswer, ProjectionRequest } from './projection-worker.js'
 
 /** Options of {@link ProjectionPool}. */
 export interface ProjectionPoolOptions {
@@ -68,64 +67,45 @@ const DEFAULTS: Required<ProjectionPoolOptions> = {
 }
 
 /**
- * The worker's module beside this one: `projection-worker.js` once built,
- * and the `.ts` itself where the tests run the sources through test/loader,
- * whose hooks find a `.ts` for a `.js` only when a module imports it, not
- * for a worker's entry point. A worker inherits the process's `--import`s
- * (its execArgv), the loader's among them.
- */
-const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './projection-worker.ts' : './projection-worker.js', import.meta.url)
-
-/**
  * The code of jsonata's own time-box error: a projection stopped at its
  * deadline fails as one that jsonata stopped, whichever came first.
  */
 const TIMED_OUT = 'D1012'
-
-interface Pending extends ProjectionJob {
-  resolve: (check: ProjectionCheck) => void
-  reject: (err: Error) => void
-}
-
-interface Slot {
-  worker: Worker
-  /** Loaded and listening: only then does a projection's time box start. */
-  ready: boolean
-  job: Pending | null
-  jobId: number
-  deadline: NodeJS.Timeout | undefined
-  /** Told by the worker's 'error' event before it exits. */
-  error: unknown
-  /** Stopped or exited: nothing it says counts any more. */
-  gone: boolean
-}
+/** Starting a worker and loading jsonata: long enough for a loaded machine, not for ever. */
+const START_DEADLINE_MS = 10_000
 
 function failure (reason: string): Error {
   return new Error(`Projection evaluation failed: ${reason}`)
 }
 
 /**
- * Evaluates projections on a small pool of worker threads, one projection
- * per worker at a time; the rest wait, each owner's (tenant's) in arrival
- * order and the owners in turn (a FairQueue), so one tenant's backlog of
- * costly projections never holds another tenant's. A projection's time
- * box starts when a worker takes it, not while it waits: each one ahead of
- * it is bounded by its own box, and a projection is never failed for the
- * work of another. Idle workers never keep the process alive, and
- * {@link close} terminates them.
+ * Evaluates projections on a small pool of worker threads (a WorkerPool,
+ * src/workers/pool.ts), one projection per worker at a time; the rest wait,
+ * each owner's (tenant's) in arrival order and the owners in turn, so one
+ * tenant's backlog of costly projections never holds another tenant's. A
+ * projection's time box starts when a worker takes it, not while it waits:
+ * each one ahead of it is bounded by its own box, and a projection is never
+ * failed for the work of another. Idle workers never keep the process
+ * alive, and {@link close} terminates them.
  */
 export class ProjectionPool {
-  readonly #opts: Required<ProjectionPoolOptions>
-  readonly #slots: Slot[] = []
-  readonly #waiting = new FairQueue<Pending>()
-  #nextId = 0
-  #closed = false
+  readonly #pool: WorkerPool<ProjectionJob, ProjectionAnswer, null>
 
   constructor (opts: ProjectionPoolOptions = {}) {
-    this.#opts = { ...DEFAULTS, ...opts }
-    for (const [name, value] of Object.entries(this.#opts)) {
+    const o = { ...DEFAULTS, ...opts }
+    for (const [name, value] of Object.entries(o)) {
       if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`Expected \`${name}\` to be a positive integer, got ${String(value)}`)
     }
+    this.#pool = new WorkerPool<ProjectionJob, ProjectionAnswer, null>({
+      fresh: () => null,
+      request: (job, id): ProjectionRequest => ({ id, source: job.source, limits: job.limits, input: job.input, maxChars: job.maxChars }),
+      deadlineMs: (job) => job.limits.timeoutMs + o.graceMs
+    }, {
+      url: workerModule(import.meta.url, 'projection-worker'),
+      size: o.size,
+      resourceLimits: { maxOldGenerationSizeMb: o.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: o.maxYoungGenerationSizeMb, stackSizeMb: o.stackSizeMb },
+      startDeadlineMs: START_DEADLINE_MS
+    })
   }
 
   /**
@@ -138,121 +118,19 @@ export class ProjectionPool {
    * with projections waiting; projections without one share a turn.
    */
   async run (job: ProjectionJob, owner = ''): Promise<ProjectionCheck> {
-    if (this.#closed) throw failure('closed')
-    return await new Promise<ProjectionCheck>((resolve, reject) => {
-      this.#waiting.push(owner, { ...job, resolve, reject })
-      this.#pump()
-    })
+    let answer: ProjectionAnswer
+    try {
+      answer = await this.#pool.run(owner, job)
+    } catch (err) {
+      if (!(err instanceof WorkerJobError)) throw err
+      throw failure(err.reason === 'deadline' ? TIMED_OUT : err.reason === 'uncloneable' ? describeJsonataError(err.cause, false) : err.reason)
+    }
+    if ('failure' in answer) throw failure(answer.failure)
+    return answer.check
   }
 
   /** Terminates the workers; projections in flight or waiting fail (`closed`). */
   async close (): Promise<void> {
-    this.#closed = true
-    const slots = this.#slots.splice(0)
-    for (const slot of slots) this.#retire(slot, 'closed')
-    for (const job of this.#waiting.drain()) job.reject(failure('closed'))
-    await Promise.all(slots.map(async (slot) => await slot.worker.terminate()))
-  }
-
-  /** Hands waiting projections to idle workers, and starts workers for the rest, up to the pool's size. */
-  #pump (): void {
-    while (this.#waiting.size > 0) {
-      const idle = this.#slots.find((s) => s.ready && s.job === null)
-      if (idle === undefined) break
-      this.#assign(idle, this.#waiting.shift()!)
-    }
-    const starting = this.#slots.filter((s) => !s.ready).length
-    for (let n = starting; n < this.#waiting.size && this.#slots.length < this.#opts.size; n++) this.#start()
-  }
-
-  #start (): void {
-    const { maxOldGenerationSizeMb, maxYoungGenerationSizeMb, stackSizeMb } = this.#opts
-    let worker: Worker
-    try {
-      worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb, maxYoungGenerationSizeMb, stackSizeMb } })
-    } catch {
-      for (const job of this.#waiting.drain()) job.reject(failure('worker_unavailable'))
-      return
-    }
-    const slot: Slot = { worker, ready: false, job: null, jobId: 0, deadline: undefined, error: undefined, gone: false }
-    worker.on('message', (reply: ProjectionReply) => { this.#answered(slot, reply) })
-    worker.on('error', (err) => { slot.error = err })
-    worker.on('exit', () => { this.#exited(slot) })
-    this.#slots.push(slot)
-  }
-
-  #assign (slot: Slot, job: Pending): void {
-    const id = ++this.#nextId
-    const request: ProjectionRequest = { id, source: job.source, limits: job.limits, input: job.input, maxChars: job.maxChars }
-    try {
-      slot.worker.postMessage(request)
-    } catch (err) {
-      // The input cannot be cloned (a function, a symbol): nothing was sent, the worker stays idle.
-      job.reject(failure(describeJsonataError(err, false)))
-      return
-    }
-    slot.job = job
-    slot.jobId = id
-    // Held while it works, so a caller awaiting it keeps the process alive.
-    slot.worker.ref()
-    slot.deadline = setTimeout(() => { this.#stop(slot) }, job.limits.timeoutMs + this.#opts.graceMs)
-  }
-
-  #answered (slot: Slot, reply: ProjectionReply): void {
-    if (slot.gone) return
-    if ('ready' in reply) {
-      slot.ready = true
-      // Held while it starts, for the projection it was started for; idle, it is let go.
-      this.#pump()
-      if (slot.job === null) slot.worker.unref()
-      return
-    }
-    if (slot.job !== null && reply.id === slot.jobId) {
-      const job = slot.job
-      this.#release(slot)
-      if ('check' in reply) job.resolve(reply.check)
-      else job.reject(failure(reply.failure))
-    }
-    this.#pump()
-  }
-
-  /** The deadline: the worker is still evaluating, so it is terminated, and another takes its place when needed. */
-  #stop (slot: Slot): void {
-    if (slot.gone) return
-    this.#remove(slot)
-    this.#retire(slot, TIMED_OUT)
-    void slot.worker.terminate()
-    this.#pump()
-  }
-
-  /** A worker that exited on its own: its heap limit, or a crash. */
-  #exited (slot: Slot): void {
-    if (slot.gone) return
-    this.#remove(slot)
-    const outOfMemory = (slot.error as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
-    this.#retire(slot, outOfMemory ? 'out_of_memory' : 'worker_exited')
-    // One that never got ready would not start the next time either: what waits fails now rather than retrying without end.
-    if (!slot.ready) for (const job of this.#waiting.drain()) job.reject(failure('worker_unavailable'))
-    this.#pump()
-  }
-
-  #remove (slot: Slot): void {
-    const i = this.#slots.indexOf(slot)
-    if (i >= 0) this.#slots.splice(i, 1)
-  }
-
-  /** Marks the worker gone and fails its projection, if it had one. */
-  #retire (slot: Slot, reason: string): void {
-    slot.gone = true
-    const job = slot.job
-    this.#release(slot)
-    job?.reject(failure(reason))
-  }
-
-  #release (slot: Slot): void {
-    clearTimeout(slot.deadline)
-    slot.deadline = undefined
-    slot.job = null
-    if (!slot.gone) slot.worker.unref()
+    await this.#pool.close()
   }
 }

@@ -1,7 +1,7 @@
 /**
- * A worker thread of the projection pool (./projection-pool.ts): evaluates
- * one projection at a time and answers with its checked content or the
- * reason it failed. Each expression is compiled once per worker and kept
+ * A worker thread of the projection pool (./projection-pool.ts, a
+ * WorkerPool's): evaluates one projection at a time and answers with its
+ * checked content or the reason it failed. Each expression is compiled once per worker and kept
  * (the most recently used ones), since a tool's projection is evaluated at
  * every dispatch of it.
  */
@@ -10,6 +10,7 @@ import type jsonata from 'jsonata'
 import { type ProjectionLimits, compileExpression, describeJsonataError } from './projection-expression.js'
 import type { ProjectionCheck } from '../model/tool.js'
 import { checkProjectedValue } from './projected-value.js'
+import type { WorkerReply } from '../workers/pool.js'
 
 /** A projection to evaluate, as the pool posts it; `input` arrives structured-cloned. */
 export interface ProjectionRequest {
@@ -20,11 +21,8 @@ export interface ProjectionRequest {
   maxChars: number
 }
 
-/** What the worker posts: `ready` once loaded, then one answer per request. */
-export type ProjectionReply =
-  | { ready: true }
-  | { id: number, check: ProjectionCheck }
-  | { id: number, failure: string }
+/** A worker's answer to one request: the checked content, or why the projection failed. */
+export type ProjectionAnswer = { check: ProjectionCheck } | { failure: string }
 
 /** Compiled expressions a worker keeps: far more than the projections a service holds. */
 const MAX_CACHED_EXPRESSIONS = 256
@@ -44,18 +42,20 @@ function expressionFor (source: string, limits: ProjectionLimits): jsonata.Expre
   return expression
 }
 
-async function answer (request: ProjectionRequest): Promise<ProjectionReply> {
+async function answer (request: ProjectionRequest): Promise<ProjectionAnswer> {
   try {
     const value: unknown = await expressionFor(request.source, request.limits).evaluate(request.input)
-    return { id: request.id, check: checkProjectedValue(value, request.maxChars) }
+    return { check: checkProjectedValue(value, request.maxChars) }
   } catch (err) {
-    return { id: request.id, failure: describeJsonataError(err, false) }
+    return { failure: describeJsonataError(err, false) }
   }
 }
 
 const port = parentPort
 if (port === null) throw new Error('projection-worker runs as a worker thread of the projection pool')
+const reply = (message: WorkerReply<ProjectionAnswer>): void => { port.postMessage(message) }
 port.on('message', (request: ProjectionRequest) => {
-  void answer(request).then((reply) => { port.postMessage(reply) })
+  reply({ id: request.id, started: true })
+  void answer(request).then((done) => { reply({ id: request.id, done }) })
 })
-port.postMessage({ ready: true } satisfies ProjectionReply)
+reply({ ready: true })

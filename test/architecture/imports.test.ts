@@ -27,6 +27,8 @@ const isEdge = (target: string): boolean => EDGE_PACKAGES.test(target) || target
  */
 const LAYERS: ReadonlyArray<string | readonly string[]> = [
   ['src/clock.ts', 'src/errors.ts', 'src/iso-time.ts', 'src/json-text.ts', 'src/logger.ts'],
+  // Worker threads for work that could hold the event loop, taken in turn by owner.
+  'src/workers/',
   'src/dispatch/',
   'src/model/',
   'src/repeat/',

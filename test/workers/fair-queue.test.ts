@@ -1,9 +1,9 @@
 /**
- * The fair queue (src/schedule/fair-queue.ts): each owner's jobs in order,
+ * The fair queue (src/workers/fair-queue.ts): each owner's jobs in order,
  * owners in turn, so no owner's backlog stands in front of another's job.
  */
 import t from 'tap'
-import { FairQueue } from '../../src/schedule/fair-queue.js'
+import { FairQueue } from '../../src/workers/fair-queue.js'
 
 const takeAll = <T>(q: FairQueue<T>): T[] => {
   const out: T[] = []
