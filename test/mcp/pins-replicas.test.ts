@@ -5,6 +5,8 @@
  * is rejected. Skipped, saying why, when no Redis answers.
  */
 import { randomUUID } from 'node:crypto'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import t, { type Test } from 'tap'
 import { RedisToolPins } from '../../src/store/redis-tool-pins.js'
 import type { ToolPins } from '../../src/store/tool-pins.js'
@@ -37,7 +39,7 @@ function deaf (pins: ToolPins): ToolPins {
 }
 
 /** Two replicas of one server `s` on one Redis prefix, each with its own connection (and clock); `hearing` says which hear the other. */
-async function twoReplicas (t: Test, server: ScriptedServer, hearing: [boolean, boolean] = [true, true]): Promise<[Replica, Replica]> {
+async function twoReplicas (t: Test, server: ScriptedServer, hearing: [boolean, boolean] = [true, true], config: Record<string, unknown> = {}): Promise<[Replica, Replica]> {
   const prefix = `toolgate-test:${randomUUID()}:`
   t.teardown(() => deleteByPrefix(prefix))
   const replicas: Replica[] = []
@@ -45,7 +47,7 @@ async function twoReplicas (t: Test, server: ScriptedServer, hearing: [boolean, 
     const pins = new RedisToolPins({ url: REDIS_URL, prefix })
     t.teardown(() => pins.close())
     const clock = new FakeClock()
-    const { app } = await buildTestApp(t, { clock, toolPins: hears ? pins : deaf(pins) })
+    const { app } = await buildTestApp(t, { clock, toolPins: hears ? pins : deaf(pins), config })
     await app.services.mcp.startAll([{ name: 's', transport: 'streamableHttp', url: server.url }])
     await pins.whenSubscribed()
     replicas.push({ app, clock })
@@ -156,5 +158,23 @@ if (noRedis === undefined) {
     t.equal(await gauge(b), 1)
     t.same(await callSearch(b), { status: 'rejected', reason: 'tool_quarantined' })
     t.same(server.calls.filter((c) => c === 'search'), [], 'the changed tool was never called')
+  })
+
+  t.test("a call through a replica's MCP endpoint that missed the approval reads the pins again, and runs", async (t) => {
+    const server = await startScriptedServer(v1())
+    t.teardown(() => server.close())
+    const [a, b] = await twoReplicas(t, server, [true, false], { host: '127.0.0.1' })
+    server.tools = changed('Searches the docs, and more.')
+    for (const r of [a, b]) await relist(r)
+    const base = await b.app.listen({ port: 0, host: '127.0.0.1' })
+    const client = new Client({ name: 'test-client', version: '1.0.0' })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`)))
+    t.teardown(() => client.close())
+    await t.rejects(client.callTool({ name: 's_search', arguments: { text: 'x' } }), /Unknown tool/, 'held before the approval')
+
+    t.equal((await post(a.app, '/v1/mcp-servers/s/pins', { approve: ['s_search'] })).status, 200)
+    const result = await client.callTool({ name: 's_search', arguments: { text: 'x' } })
+    t.notOk(result.isError, 'the call runs')
+    t.same(server.calls.filter((c) => c === 'search'), ['search'], 'the server receives it exactly once')
   })
 }
