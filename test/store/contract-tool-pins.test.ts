@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { RedisToolPins } from '../../src/store/redis-tool-pins.js'
 import { MemoryToolPins, type PinChange, type PinListener, type ToolPin, type ToolPins } from '../../src/store/tool-pins.js'
-import { REDIS_URL, deleteByPrefix } from './harness.js'
+import { REDIS_URL, deleteByPrefix, redisProxy } from './harness.js'
 
 type Tap = { teardown: (fn: () => unknown) => void }
 
@@ -92,3 +92,25 @@ for (const store of stores) {
     stopA()
   })
 }
+
+t.test('redis: a subscription that lost Redis and is back tells its listeners null (announcements may have been missed: every server is to be read again)', async (t) => {
+  const proxy = await redisProxy(t)
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const pins = new RedisToolPins({ url: `redis://127.0.0.1:${proxy.port}`, prefix })
+  t.teardown(async () => {
+    await pins.close()
+    await deleteByPrefix(prefix)
+  })
+  const heard: Array<[string | null, PinChange]> = []
+  let arrived: () => void = () => {}
+  pins.onChange((server, change) => {
+    heard.push([server, change])
+    arrived()
+  })
+  await pins.whenSubscribed()
+  t.same(heard, [], 'nothing is heard on subscribing')
+  const back = new Promise<void>((resolve) => { arrived = resolve })
+  proxy.drop()
+  await back
+  t.same(heard, [[null, 'approved']])
+})
