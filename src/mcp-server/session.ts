@@ -128,7 +128,9 @@ export class McpSession {
         if (err instanceof ProblemError && err.code === 'run_not_found') return runEndedResult('', 'ended', undefined)
         throw err
       }
-      const match = this.#offeredTool(name, options)
+      let match = this.#offeredTool(name, options)
+      // A quarantined tool (a rare path): its server's pins are read again first, in case it was approved on another replica.
+      if (match === undefined && deps.tools.quarantined(name) && !await deps.tools.stillQuarantined(name)) match = this.#offeredTool(name, options)
       if (match === undefined) {
         deps.turns.withdraw(owner.runId, arrival)
         // A run that is gone answers every call so, an unknown tool's too (a rare path: the run is read).

@@ -117,6 +117,8 @@ export class McpConnection {
   #pendingRefresh: Promise<void> | null = null
   #refreshing: Promise<void> | null = null
   #refreshTimer: { handle: TimerHandle, fire: () => void } | null = null
+  /** A refresh asked for soon: the pending one does not wait for MIN_REFRESH_INTERVAL_MS. */
+  #soon = false
   /** When the tools were last listed (clock time), or -Infinity. */
   #listedAt = -Infinity
   /** Imports run one after another, each after the previous one's compile. */
@@ -160,10 +162,17 @@ export class McpConnection {
    * connected is connected first. At most one listing per
    * MIN_REFRESH_INTERVAL_MS: a request within that time is deferred to the
    * next allowed listing (requests in between join it), never dropped.
+   * `soon` lists without that wait (after any listing under way): another
+   * replica saw the server's tools change, and its own listings are
+   * bounded so.
    */
-  refresh (): Promise<void> {
+  refresh (soon = false): Promise<void> {
     if (this.#client === null) return this.connect()
     this.#pendingRefresh ??= this.#deferredRefresh()
+    if (soon) {
+      this.#soon = true
+      this.#wake()
+    }
     return this.#pendingRefresh
   }
 
@@ -172,7 +181,8 @@ export class McpConnection {
     await Promise.resolve()
     await this.#refreshing?.catch(() => {})
     const wait = this.#listedAt + MIN_REFRESH_INTERVAL_MS - this.#clock.now()
-    if (wait > 0) await this.#sleep(wait)
+    if (wait > 0 && !this.#soon) await this.#sleep(wait)
+    this.#soon = false
     this.#pendingRefresh = null
     const client = this.#client
     if (client === null || this.#closed) return
@@ -187,6 +197,14 @@ export class McpConnection {
       // A lost connection is handled by onclose; the tools imported before stay.
       this.#setError(`tools/list failed: ${overflowOf(this.#transportInUse) ?? describeFailure(err)}`)
     }
+  }
+
+  /** Ends the wait of a deferred refresh now. */
+  #wake (): void {
+    const refresh = this.#refreshTimer
+    if (refresh === null) return
+    this.#clock.clearTimeout(refresh.handle)
+    refresh.fire()
   }
 
   #sleep (ms: number): Promise<void> {
@@ -308,11 +326,7 @@ export class McpConnection {
     this.#closed = true
     if (this.#timer !== null) clearTimeout(this.#timer)
     this.#timer = null
-    const refresh = this.#refreshTimer
-    if (refresh !== null) {
-      this.#clock.clearTimeout(refresh.handle)
-      refresh.fire()
-    }
+    this.#wake()
     const client = this.#client
     this.#client = null
     await this.#connecting?.catch(() => {})

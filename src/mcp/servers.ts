@@ -14,7 +14,7 @@ import { DEFAULT_MAX_TOOLS, ImportPlan, PROGRESS_TIMEOUT_FACTOR, type ImportSett
 import { DEFAULT_RECONNECT, McpConnection, type ReconnectPolicy } from './connection.js'
 import { McpToolExecutor, type OutputCheck } from './executor.js'
 import { changesBetween, pinOf } from './pins.js'
-import { MemoryToolPins, type ToolPin, type ToolPins } from '../store/tool-pins.js'
+import { MemoryToolPins, type PinChange, type PinListener, type ToolPin, type ToolPins } from '../store/tool-pins.js'
 import type { CallRelays } from '../dispatch/relays.js'
 import type { Elicitations } from '../approvals/elicitations.js'
 import { type SecretEnvironment, oauthCredentials, oauthProblems, oauthView } from './oauth-credentials.js'
@@ -102,6 +102,13 @@ export class McpServers {
   readonly #pinState = new WeakMap<McpConnection, PinState>()
   readonly #pins: ToolPins
   readonly #quarantinedGauge: Gauge<'server'>
+  /** Each server's reading of its pins again, one at a time (see #recheck). */
+  readonly #rechecks = new WeakMap<McpConnection, () => Promise<void>>()
+  /** Listings under way because another replica announced a quarantine: they announce none of their own. */
+  readonly #echoes = new WeakMap<McpConnection, number>()
+  /** This replica's hearing of the others' announcements, from the first pinned server on. */
+  readonly #heard: PinListener = (server, change) => { this.#hear(server, change) }
+  #stopHearing: (() => void) | null = null
 
   constructor (opts: McpServersOptions) {
     this.#opts = opts
@@ -114,7 +121,13 @@ export class McpServers {
   async pinsOf (name: string): Promise<PinView[] | undefined> {
     const conn = this.#servers.get(name)
     if (conn === undefined) return undefined
-    const stored = await this.#pins.pinsOf(name)
+    let stored = await this.#pins.pinsOf(name)
+    // An approval (or a new pin) made on another replica and not heard of yet: this replica brings its quarantine in line first.
+    if (this.#outOfLine(conn, stored)) {
+      await this.#recheck(conn)
+      if (this.#servers.get(name) !== conn) return undefined
+      stored = await this.#pins.pinsOf(name)
+    }
     const state = this.#pinState.get(conn)
     const views: PinView[] = []
     for (const [remote, { name: imported, pin }] of state?.current ?? []) {
@@ -153,6 +166,7 @@ export class McpServers {
     }
     await this.#pins.approve(name, approved)
     this.#opts.logger.info({ mcpServer: name, tools: names.slice(0, 10).map(quotedName), approved: names.length }, 'MCP tools approved')
+    await this.#announce(name, 'approved')
     await conn.reimport()
     return await this.pinsOf(name)
   }
@@ -273,6 +287,8 @@ export class McpServers {
   }
 
   async close (): Promise<void> {
+    this.#stopHearing?.()
+    this.#stopHearing = null
     const conns = [...this.#servers.values()]
     this.#servers.clear()
     await Promise.all(conns.map(async (c) => { await c.close() }))
@@ -308,6 +324,8 @@ export class McpServers {
         : undefined
     })
     this.#servers.set(def.name, conn)
+    this.#rechecks.set(conn, oneAtATime(() => this.#recheckNow(conn)))
+    if (settings.pinning) this.#stopHearing ??= this.#pins.onChange(this.#heard)
     this.#up.set({ server: def.name }, 0)
     this.#quarantinedGauge.set({ server: def.name }, 0)
     log.info({ mcpServer: def.name, transport: def.transport }, 'MCP server added')
@@ -335,6 +353,7 @@ export class McpServers {
     const before = this.#pinState.get(conn)?.held ?? new Map<string, Held>()
     const state: PinState = { current: new Map(), held: new Map() }
     const kept: ImportedDefinition[] = []
+    let newlyHeld = false
     for (const d of definitions) {
       const pin = current.get(d.remoteName)!
       const pinned = pins.get(d.remoteName) ?? null
@@ -346,14 +365,73 @@ export class McpServers {
       }
       state.held.set(d.remoteName, { name, current: pin, pinned })
       if (before.get(d.remoteName)?.current.hash !== pin.hash) {
+        newlyHeld = true
         this.#opts.logger.warn({ event: 'tool.quarantined', mcpServer: server, tool: quotedName(name), why: pinned === null ? 'new' : 'changed' }, 'MCP tool quarantined')
       }
     }
     this.#pinState.set(conn, state)
-    this.#opts.tools.setQuarantined(server, [...state.held.values()].map((h) => h.name))
+    this.#opts.tools.setQuarantined(server, [...state.held.values()].map((h) => h.name), this.#rechecks.get(conn))
     this.#quarantinedGauge.set({ server }, state.held.size)
+    // The other replicas list the server again: their listing may be older than this one. A listing they asked for tells no one, or two replicas of a server that changes at every listing would keep each other listing.
+    if (newlyHeld && (this.#echoes.get(conn) ?? 0) === 0) void this.#announce(server, 'quarantined')
     if (state.held.size > 0) problems.push(`${state.held.size} tools in quarantine until an admin approves them (GET /v1/mcp-servers/${server}/pins)`)
     return kept
+  }
+
+  /** Tells the other replicas (failing quietly: they read the store themselves when a call needs it). */
+  async #announce (server: string, change: PinChange): Promise<void> {
+    try {
+      await this.#pins.announce(server, change, this.#heard)
+    } catch (err) {
+      this.#opts.logger.warn({ mcpServer: server, change, err: { message: (err as Error).message } }, 'MCP pins: the other replicas could not be told')
+    }
+  }
+
+  /** Another replica approved tools of a server (read its pins again) or held one back (list it again); `null`: every server's pins. */
+  #hear (server: string | null, change: PinChange): void {
+    const conns = server === null ? [...this.#servers.values()] : [this.#servers.get(server)]
+    for (const conn of conns) {
+      if (conn === undefined || !conn.settings.pinning) continue
+      if (change === 'approved') {
+        void this.#recheck(conn)
+        continue
+      }
+      // A server that is down lists its tools when it is back (a notice does not hurry its reconnection).
+      if (conn.state !== 'ready') continue
+      this.#echoes.set(conn, (this.#echoes.get(conn) ?? 0) + 1)
+      void conn.refresh(true).finally(() => { this.#echoes.set(conn, this.#echoes.get(conn)! - 1) })
+    }
+  }
+
+  /** Reads the server's pins again and brings its quarantine in line with them (one reading at a time; see oneAtATime). */
+  #recheck (conn: McpConnection): Promise<void> {
+    return this.#rechecks.get(conn)?.() ?? Promise.resolve()
+  }
+
+  async #recheckNow (conn: McpConnection): Promise<void> {
+    if (!this.#pinState.has(conn)) return
+    let stored: Map<string, ToolPin>
+    try {
+      stored = await this.#pins.pinsOf(conn.settings.name)
+    } catch {
+      // The store cannot be read: what is held stays held.
+      return
+    }
+    if (this.#servers.get(conn.settings.name) === conn && this.#outOfLine(conn, stored)) await conn.reimport()
+  }
+
+  /**
+   * Whether the server's pins say other than its last import did: a held
+   * tool whose current definition, as this replica listed it, is now
+   * pinned, or an imported tool whose pin was replaced. A tool approved
+   * with another definition than the one this replica listed stays held.
+   */
+  #outOfLine (conn: McpConnection, stored: ReadonlyMap<string, ToolPin>): boolean {
+    const state = this.#pinState.get(conn)
+    if (state === undefined) return false
+    for (const [remote, held] of state.held) if (stored.get(remote)?.hash === held.current.hash) return true
+    for (const [remote, { pin }] of state.current) if (stored.get(remote)?.hash !== pin.hash) return true
+    return false
   }
 
   /**
@@ -447,6 +525,31 @@ export class McpServers {
     const { clashes } = this.#opts.tools.replaceOwned(settings.name, tools)
     for (const clash of clashes) problems.push(clash)
     return problems
+  }
+}
+
+/**
+ * Runs `task` one at a time: asked while it runs, it runs once more after
+ * (those asking meanwhile share that run), so a caller always gets a run
+ * that started after it asked.
+ */
+function oneAtATime (task: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | null = null
+  let next: Promise<void> | null = null
+  const start = (): Promise<void> => {
+    const run: Promise<void> = task().catch(() => {}).then(() => { if (running === run) running = null })
+    running = run
+    return run
+  }
+  return () => {
+    // A next run not started yet starts after this caller asked: it is joined.
+    if (next !== null) return next
+    if (running === null) return start()
+    next = running.then(() => {
+      next = null
+      return start()
+    })
+    return next
   }
 }
 

@@ -115,4 +115,10 @@ export interface ToolLookup {
   resolve (nameOrAlias: string): Tool | undefined
   /** Whether the name is an MCP tool held in quarantine (SPEC §18): not offered, its calls rejected. */
   quarantined? (name: string): boolean
+  /**
+   * Whether a quarantined name is still held once its server's pins were
+   * read from the store again (an admin may have approved it on another
+   * replica): asked before a call to it is rejected.
+   */
+  stillQuarantined? (name: string): Promise<boolean>
 }

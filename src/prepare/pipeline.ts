@@ -29,7 +29,10 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
     return rejected(call, index, null, 'unsupported_call_type', `this is a ${call.kind} tool call, which toolgate does not run; call the tool as a function instead`, call.arguments)
   }
   const resolved = resolveTool(call.name, lookup)
-  if (!resolved.ok) return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
+  if (!resolved.ok) {
+    if (resolved.reason === 'tool_quarantined' && lookup.stillQuarantined !== undefined) return requarantined(call, index, lookup, ctx)
+    return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
+  }
   const tool = resolved.value
   if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments, ctx.argumentTexts?.[index]?.text) > ctx.maxArgumentBytes) {
     return rejected(call, index, tool, 'invalid_arguments', `the arguments are larger than ${ctx.maxArgumentBytes} bytes`, null)
@@ -46,6 +49,18 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
 }
 
 type Local = RejectedCall | LocallyAuthorized
+
+/**
+ * A call to a quarantined tool (a rare path): its server's pins are read
+ * again first, so that an approval made on another replica, and not heard
+ * of yet, is honoured; then the call is prepared once more, without another
+ * reading (rejected if the tool is still held).
+ */
+async function requarantined (call: RawCall, index: number, lookup: ToolLookup, ctx: PreparationContext): Promise<Local> {
+  await lookup.stillQuarantined!(call.name as string).catch(() => true)
+  const once: ToolLookup = { resolve: (name) => lookup.resolve(name), quarantined: (name) => lookup.quarantined?.(name) === true }
+  return await prepareLocally(call, index, once, ctx)
+}
 
 /** The stages after validation: host policy rewrites (validated again), allow-list and scopes. */
 function validated (call: RawCall, index: number, tool: Tool, given: Record<string, unknown>, valid: StageResult<Record<string, unknown>>, ctx: PreparationContext): Local | Promise<Local> {

@@ -1,3 +1,4 @@
+import { Listeners } from './listeners.js'
 import type { CancelListener, CancelReason } from './records.js'
 
 /** Carries a run's cancellation to whichever replica runs its batch. */
@@ -13,25 +14,5 @@ export interface CancelBus {
   onCancel (listener: CancelListener): () => void
 }
 
-/**
- * This process's cancel listeners. Each subscription is a wrapper, so one
- * function subscribed twice is two subscriptions.
- */
-export class CancelListeners {
-  readonly #listeners = new Set<CancelListener>()
-
-  /** Adds a listener; answers the function that removes it. */
-  add (listener: CancelListener): () => void {
-    const wrapped: CancelListener = (runId, reason) => listener(runId, reason)
-    this.#listeners.add(wrapped)
-    return () => { this.#listeners.delete(wrapped) }
-  }
-
-  /** Tells every listener. */
-  deliver (runId: string, reason: CancelReason): void {
-    for (const listener of this.#listeners) listener(runId, reason)
-  }
-
-  /** Forgets every listener (the store is closing). */
-  clear (): void { this.#listeners.clear() }
-}
+/** This process's cancel listeners. */
+export class CancelListeners extends Listeners<Parameters<CancelListener>> {}

@@ -1,7 +1,11 @@
 import type { Logger } from 'pino'
+import { Listeners } from './listeners.js'
+import { RedisChannel } from './redis-channel.js'
 import { RedisConnection, parseStoreUrl } from './redis-connection.js'
 import { script } from './redis-scripts.js'
-import type { ToolPin, ToolPins } from './tool-pins.js'
+import type { PinChange, PinListener, ToolPin, ToolPins } from './tool-pins.js'
+
+interface PinNotice { server: string, change: PinChange }
 
 /**
  * Pins the server's tools when it has none yet, atomically: KEYS[1] the
@@ -18,13 +22,18 @@ return redis.call('HGETALL', KEYS[1])
  * The pins of MCP servers' tools in Redis, shared by every replica on the
  * same store: `P pins:<server>` a hash, the server's tool name → pin JSON.
  * Pins do not expire: they are the record of what an admin trusted.
+ * Replicas' announcements go over pub/sub on `P pins-changed` (a
+ * RedisChannel), subscribed with the first listener.
  */
 export class RedisToolPins implements ToolPins {
   readonly #conn: RedisConnection
+  readonly #channel: RedisChannel<PinNotice>
+  readonly #listeners = new Listeners<Parameters<PinListener>>()
 
   constructor (opts: { url: string, prefix?: string, logger?: Pick<Logger, 'warn' | 'info'> }) {
     const url = parseStoreUrl(opts.url)
     this.#conn = new RedisConnection({ connection: url.connection, prefix: opts.prefix ?? url.prefix, logger: opts.logger })
+    this.#channel = new RedisChannel(this.#conn, 'pins-changed', isPinNotice)
   }
 
   async pinsOf (server: string): Promise<Map<string, ToolPin>> {
@@ -47,9 +56,32 @@ export class RedisToolPins implements ToolPins {
     await this.#conn.call(() => this.#conn.redis.hset(this.#conn.key('pins', server), ...args))
   }
 
-  async close (): Promise<void> {
-    await this.#conn.close()
+  async announce (server: string, change: PinChange, from?: PinListener): Promise<void> {
+    this.#listeners.deliverExcept(from, server, change)
+    await this.#channel.publish({ server, change })
   }
+
+  onChange (listener: PinListener): () => void {
+    const remove = this.#listeners.add(listener)
+    this.#channel.listen({
+      message: ({ server, change }) => { this.#listeners.deliver(server, change) },
+      resubscribed: () => { this.#listeners.deliver(null, 'approved') }
+    })
+    return remove
+  }
+
+  /** Settles once the first subscription of `onChange` reached Redis (or failed; it is retried on reconnection). */
+  whenSubscribed (): Promise<void> { return this.#channel.whenSubscribed() }
+
+  async close (): Promise<void> {
+    this.#listeners.clear()
+    await this.#conn.close([this.#channel.close()])
+  }
+}
+
+function isPinNotice (message: unknown): message is PinNotice {
+  const m = message as Partial<PinNotice> | null
+  return typeof m === 'object' && m !== null && typeof m.server === 'string' && (m.change === 'approved' || m.change === 'quarantined')
 }
 
 function pinsFrom (hash: Record<string, string>): Map<string, ToolPin> {

@@ -78,6 +78,8 @@ export class ToolRegistry implements ToolLookup {
   readonly #owners = new Map<string, string>()
   /** Quarantined MCP tool names, by owner (SPEC §18). */
   readonly #quarantined = new Map<string, ReadonlySet<string>>()
+  /** How an owner reads its pins again before a call to one of its quarantined tools is rejected. */
+  readonly #rechecks = new Map<string, () => Promise<void>>()
   readonly #opts: RegistryOptions
   /** Told once per tick in which tools changed (MCP sessions send `list_changed`). */
   readonly #listeners = new Set<() => void>()
@@ -373,16 +375,35 @@ export class ToolRegistry implements ToolLookup {
     return this.#tools.get(name)
   }
 
-  /** Sets an owner's quarantined tool names, in place of its earlier ones: they are not offered, and calls to them are rejected `tool_quarantined`. */
-  setQuarantined (owner: string, names: readonly string[]): void {
+  /**
+   * Sets an owner's quarantined tool names, in place of its earlier ones:
+   * they are not offered, and calls to them are rejected `tool_quarantined`
+   * once `recheck` (the owner reading its pins again) has settled.
+   */
+  setQuarantined (owner: string, names: readonly string[], recheck?: () => Promise<void>): void {
     this.#changed()
-    if (names.length === 0) this.#quarantined.delete(owner)
-    else this.#quarantined.set(owner, new Set(names))
+    this.#rechecks.delete(owner)
+    if (names.length === 0) {
+      this.#quarantined.delete(owner)
+      return
+    }
+    this.#quarantined.set(owner, new Set(names))
+    if (recheck !== undefined) this.#rechecks.set(owner, recheck)
   }
 
   quarantined (name: string): boolean {
     for (const names of this.#quarantined.values()) if (names.has(name)) return true
     return false
+  }
+
+  async stillQuarantined (name: string): Promise<boolean> {
+    for (const [owner, names] of this.#quarantined) {
+      if (names.has(name)) {
+        await this.#rechecks.get(owner)?.()
+        break
+      }
+    }
+    return this.quarantined(name)
   }
 
   resolve (nameOrAlias: string): Tool | undefined {

@@ -72,7 +72,7 @@ t.test('a scripted server changes a description, flips readOnlyHint and renames 
   t.same(seen[0], seen[1], 'both replicas show the same quarantine')
   t.same(server.calls.filter((c) => c === 'search'), ['search'], 'the quarantined tool was never called')
 
-  // An admin approves one on replica 0; replica 1 takes the shared pin at its next listing.
+  // An admin approves one on replica 0; replica 1 takes the shared pin (it hears of it at once: test/mcp/pins-replicas.test.ts), and keeps it at its next listing.
   const [r0, r1] = replicas as [typeof replicas[0], typeof replicas[0]]
   const bad = await post(r0.app, '/v1/mcp-servers/s/pins', { approve: ['s_steady', 's_nope'] })
   t.equal(bad.status, 400)

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { RedisToolPins } from '../../src/store/redis-tool-pins.js'
-import { MemoryToolPins, type ToolPin, type ToolPins } from '../../src/store/tool-pins.js'
-import { REDIS_URL, deleteByPrefix } from './harness.js'
+import { MemoryToolPins, type PinChange, type PinListener, type ToolPin, type ToolPins } from '../../src/store/tool-pins.js'
+import { REDIS_URL, deleteByPrefix, redisProxy } from './harness.js'
 
 type Tap = { teardown: (fn: () => unknown) => void }
 
 /** Two clients of the same pins: two replicas on Redis, one process's pins twice in memory. */
-const stores: Array<{ name: string, open: (t: Tap) => { a: ToolPins, b: ToolPins } }> = [
+const stores: Array<{ name: string, open: (t: Tap) => { a: ToolPins, b: ToolPins, subscribed: () => Promise<void> } }> = [
   {
     name: 'memory',
     open: () => {
       const pins = new MemoryToolPins()
-      return { a: pins, b: pins }
+      return { a: pins, b: pins, subscribed: async () => {} }
     }
   },
   {
@@ -26,7 +26,7 @@ const stores: Array<{ name: string, open: (t: Tap) => { a: ToolPins, b: ToolPins
         await b.close()
         await deleteByPrefix(prefix)
       })
-      return { a, b }
+      return { a, b, subscribed: async () => { await Promise.all([a.whenSubscribed(), b.whenSubscribed()]) } }
     }
   }
 ]
@@ -64,4 +64,53 @@ for (const store of stores) {
     t.same(await a.pinFirst('srv', new Map()), new Map())
     t.same([...(await a.pinFirst('srv', new Map([['x', pin('x1')]]))).keys()], ['x'])
   })
+
+  t.test(`${store.name}: an announcement reaches every other listener once, and not the teller's own`, async (t) => {
+    const { a, b, subscribed } = store.open(t)
+    const heardA: Array<[string | null, PinChange]> = []
+    const heardB: Array<[string | null, PinChange]> = []
+    let arrived: () => void = () => {}
+    const onA: PinListener = (server, change) => { heardA.push([server, change]) }
+    const stopA = a.onChange(onA)
+    const stopB = b.onChange((server, change) => {
+      heardB.push([server, change])
+      arrived()
+    })
+    await subscribed()
+    const heard = new Promise<void>((resolve) => { arrived = resolve })
+    await a.announce('srv', 'approved', onA)
+    await heard
+    // Give a duplicate delivery time to show up before counting.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    t.same(heardB, [['srv', 'approved']], 'the other listener hears it once')
+    t.same(heardA, [], "the teller's own listener does not")
+    stopB()
+    await a.announce('srv', 'quarantined')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    t.same(heardA, [['srv', 'quarantined']], 'without a teller named, every listener of this client hears it')
+    t.equal(heardB.length, 1, 'an unsubscribed listener hears nothing more')
+    stopA()
+  })
 }
+
+t.test('redis: a subscription that lost Redis and is back tells its listeners null (announcements may have been missed: every server is to be read again)', async (t) => {
+  const proxy = await redisProxy(t)
+  const prefix = `toolgate-test:${randomUUID()}:`
+  const pins = new RedisToolPins({ url: `redis://127.0.0.1:${proxy.port}`, prefix })
+  t.teardown(async () => {
+    await pins.close()
+    await deleteByPrefix(prefix)
+  })
+  const heard: Array<[string | null, PinChange]> = []
+  let arrived: () => void = () => {}
+  pins.onChange((server, change) => {
+    heard.push([server, change])
+    arrived()
+  })
+  await pins.whenSubscribed()
+  t.same(heard, [], 'nothing is heard on subscribing')
+  const back = new Promise<void>((resolve) => { arrived = resolve })
+  proxy.drop()
+  await back
+  t.same(heard, [[null, 'approved']])
+})
