@@ -1,20 +1,22 @@
 /**
  * toolgate's own MCP endpoint (SPEC section 16): `/mcp` (a run per session)
  * and `/v1/runs/{runId}/mcp` (sessions bound to a run). Holds the sessions,
- * checks origins, binds or creates runs on `initialize`, and hands each
- * request to its session's Streamable HTTP transport.
+ * checks origins, binds or creates runs on `initialize`, refuses a request
+ * whose id is in flight in its session, and hands each request to its
+ * session's Streamable HTTP transport.
  */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from 'pino'
 import { Counter, Gauge, type Registry } from 'prom-client'
-import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import { isInitializeRequest, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js'
 import type { Principal } from '../auth/keys.js'
 import type { Clock, TimerHandle } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
 import { type OriginPolicy, refusedOrigin } from './origin.js'
+import { requestIdsOf } from './request-ids.js'
 import { McpSession } from './session.js'
 import type { OneCallTurns } from './turns.js'
 
@@ -61,8 +63,6 @@ export class McpGateway {
   readonly #sessions = new Map<string, McpSession>()
   readonly #gauge: Gauge
   readonly #requests: Counter<'method' | 'outcome'>
-  /** Methods of requests in flight, by session and JSON-RPC id, to count their answers under. */
-  readonly #pending = new Map<string, string>()
   #sweep: TimerHandle | null
   readonly #unsubscribe: () => void
 
@@ -92,9 +92,18 @@ export class McpGateway {
       // A session opened with another key (another tenant's, or one of the same tenant with other scopes), or on another path, does not exist for this caller.
       if (session === undefined || session.owner.keyId !== r.principal.keyId || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return this.#refuse(r, 404, 'Session not found')
       session.lastSeen = this.#o.clock.now()
-      if (session.lean(r.raw, r.res, r.body, (id) => this.#pending.has(`${sessionId} ${String(id)}`), r.hijack)) return null
-      r.hijack()
-      await session.transport.handleRequest(r.raw, r.res, r.body)
+      // Answers are matched to requests by id alone (request-ids.ts): an id in flight is refused before the transport maps it to this request.
+      const ids = requestIdsOf(r.body)
+      const taken = session.requests.taken(ids)
+      if (taken !== undefined) return this.#refuse(r, 400, `Invalid Request: the id ${idText(taken)} is already in use by a request in flight in this session; send the request under another id.`, -32600)
+      const release = session.requests.hold(ids)
+      try {
+        if (session.lean(r.raw, r.res, r.body, r.hijack)) return null
+        r.hijack()
+        await session.transport.handleRequest(r.raw, r.res, r.body)
+      } finally {
+        release()
+      }
       return null
     }
     if (r.raw.method !== 'POST' || !isInitializeRequest(r.body)) {
@@ -143,7 +152,8 @@ export class McpGateway {
         tools: this.#o.tools,
         turns: this.#o.turns,
         approvalTtlMs: this.#o.approvalTtlMs,
-        onMessage: (direction, message) => this.#count(session, direction, message),
+        onNotification: (method) => this.#requests.inc({ method: methodLabel(method), outcome: 'notification' }),
+        onAnswer: (method, answer) => this.#requests.inc({ method: methodLabel(method), outcome: outcomeOf(answer) }),
         onInitialized: (s) => this.#added(s),
         onClosed: (s) => { void this.#closed(s) }
       },
@@ -175,7 +185,6 @@ export class McpGateway {
     if (id === undefined || this.#sessions.get(id) !== session) return
     this.#sessions.delete(id)
     this.#gauge.set(this.#sessions.size)
-    for (const key of this.#pending.keys()) if (key.startsWith(`${id} `)) this.#pending.delete(key)
     if (session.owner.ownsRun) {
       await this.#o.runs.end(session.owner.tenant, session.owner.runId, session.owner.createdAt).catch((err: unknown) => {
         if (!(err instanceof ProblemError && err.code === 'run_not_found')) this.#o.logger.warn({ runId: session.owner.runId, err: { message: (err as Error).message } }, 'MCP session closed, its run could not be ended')
@@ -193,26 +202,26 @@ export class McpGateway {
     }
   }
 
-  #count (session: McpSession, direction: 'in' | 'out', message: JSONRPCMessage): void {
-    if (direction === 'in') {
-      if (!('method' in message)) return
-      const method = COUNTED_METHODS.has(message.method) ? message.method : 'other'
-      if ('id' in message) this.#pending.set(`${session.id ?? ''} ${String(message.id)}`, method)
-      else this.#requests.inc({ method, outcome: 'notification' })
-      return
-    }
-    if (!('id' in message) || 'method' in message) return
-    const key = `${session.id ?? ''} ${String(message.id)}`
-    const method = this.#pending.get(key)
-    if (method === undefined) return
-    this.#pending.delete(key)
-    const outcome = 'error' in message ? 'error' : (message.result as { isError?: unknown }).isError === true ? 'tool_error' : 'ok'
-    this.#requests.inc({ method, outcome })
+  #refuse (r: McpRequest, status: number, message: string, code = status === 404 ? -32001 : -32000): Refusal {
+    const method = typeof r.body === 'object' && r.body !== null && 'method' in r.body ? r.body.method : undefined
+    this.#requests.inc({ method: methodLabel(method), outcome: 'refused' })
+    return { status, code, message }
   }
+}
 
-  #refuse (r: McpRequest, status: number, message: string): Refusal {
-    const method = typeof r.body === 'object' && r.body !== null && 'method' in r.body && typeof r.body.method === 'string' && COUNTED_METHODS.has(r.body.method) ? r.body.method : 'other'
-    this.#requests.inc({ method, outcome: 'refused' })
-    return { status, code: status === 404 ? -32001 : -32000, message }
-  }
+/** The label of a method: its own name when it is one of COUNTED_METHODS, else `other` (a client's method name never becomes a label). */
+function methodLabel (method: unknown): string {
+  return typeof method === 'string' && COUNTED_METHODS.has(method) ? method : 'other'
+}
+
+/** The outcome an answer is counted under. */
+function outcomeOf (answer: JSONRPCMessage): 'ok' | 'error' | 'tool_error' {
+  if ('error' in answer) return 'error'
+  return 'result' in answer && (answer.result as { isError?: unknown }).isError === true ? 'tool_error' : 'ok'
+}
+
+/** An id as a refusal names it: JSON, so that 1 and "1" read apart, and never longer than 128 characters. */
+function idText (id: RequestId): string {
+  const text = JSON.stringify(id)
+  return text.length > 128 ? `${text.slice(0, 127)}…` : text
 }
