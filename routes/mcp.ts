@@ -22,6 +22,14 @@ const DESCRIPTION = {
 
 /** toolgate as an MCP server (SPEC section 16): every MCP client gets the batch route's rules. */
 export const mcpRoutes: FastifyPluginAsyncTypebox<{ gateway: McpGateway }> = async (app, { gateway }) => {
+  // Every request answered with an HTTP error status, by this route, the transport, or the HTTP layer
+  // before them (key, body, rate limit), is counted `refused`. The status is read once the answer is
+  // sent, whoever wrote it.
+  const countRefused = (req: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    if (reply.statusCode >= 400) gateway.refused(req.body)
+    done()
+  }
+
   const handle = async (req: FastifyRequest, reply: FastifyReply, boundRunId: string | null, path: string): Promise<FastifyReply> => {
     const refusal = await gateway.handle({
       raw: req.raw,
@@ -48,6 +56,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ gateway: McpGateway }> = asy
         description: `${DESCRIPTION[method]} On \`/mcp\` the session's \`initialize\` creates a run with the server's defaults.`,
         response: { ...ANSWERS[method], ...problems('unauthorized', 'forbidden', 'payload_too_large', 'quota_exceeded', 'overloaded') }
       },
+      onResponse: countRefused,
       handler: async (req, reply) => handle(req, reply, null, '/mcp')
     })
     app.route({
@@ -62,6 +71,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ gateway: McpGateway }> = asy
         params: RunIdParams,
         response: { ...ANSWERS[method], ...problems('unauthorized', 'forbidden', 'run_not_found', 'payload_too_large') }
       },
+      onResponse: countRefused,
       handler: async (req, reply) => handle(req, reply, (req.params as { runId: string }).runId, `/v1/runs/${(req.params as { runId: string }).runId}/mcp`)
     })
   }

@@ -20,7 +20,7 @@ import { requestIdsOf } from './request-ids.js'
 import { McpSession } from './session.js'
 import type { OneCallTurns } from './turns.js'
 
-/** JSON-RPC methods counted under their own name; every other one is `other`. */
+/** JSON-RPC methods counted under their own name; every other one, and a request whose method cannot be read, is `other`. */
 const COUNTED_METHODS = new Set([
   'initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel',
   'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed'
@@ -69,7 +69,7 @@ export class McpGateway {
   constructor (o: GatewayOptions) {
     this.#o = o
     this.#gauge = new Gauge({ name: 'toolgate_mcp_sessions', help: "Open sessions of toolgate's own MCP endpoint.", registers: [o.registry] })
-    this.#requests = new Counter({ name: 'toolgate_mcp_requests_total', help: "JSON-RPC messages to toolgate's MCP endpoint, by method and outcome (ok, error, tool_error, notification, refused).", labelNames: ['method', 'outcome'], registers: [o.registry] })
+    this.#requests = new Counter({ name: 'toolgate_mcp_requests_total', help: "JSON-RPC messages to toolgate's MCP endpoint, by method and outcome (ok, error, tool_error, notification; refused: answered with an HTTP error status).", labelNames: ['method', 'outcome'], registers: [o.registry] })
     this.#sweep = o.clock.setInterval(() => { void this.#closeIdle() }, SWEEP_MS)
     this.#unsubscribe = o.tools.onChange(() => { for (const s of this.#sessions.values()) s.toolsChanged() })
   }
@@ -85,17 +85,17 @@ export class McpGateway {
    */
   async handle (r: McpRequest): Promise<Refusal | null> {
     const refused = refusedOrigin({ origin: r.raw.headers.origin, host: r.raw.headers.host }, this.#o.origins)
-    if (refused !== null) return this.#refuse(r, 403, refused)
+    if (refused !== null) return refusal(403, refused)
     const sessionId = r.raw.headers['mcp-session-id']
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId)
       // A session opened with another key (another tenant's, or one of the same tenant with other scopes), or on another path, does not exist for this caller.
-      if (session === undefined || session.owner.keyId !== r.principal.keyId || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return this.#refuse(r, 404, 'Session not found')
+      if (session === undefined || session.owner.keyId !== r.principal.keyId || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return refusal(404, 'Session not found')
       session.lastSeen = this.#o.clock.now()
       // Answers are matched to requests by id alone (request-ids.ts): an id in flight is refused before the transport maps it to this request.
       const ids = requestIdsOf(r.body)
       const taken = session.requests.taken(ids)
-      if (taken !== undefined) return this.#refuse(r, 400, `Invalid Request: the id ${idText(taken)} is already in use by a request in flight in this session; send the request under another id.`, -32600)
+      if (taken !== undefined) return refusal(400, `Invalid Request: the id ${idText(taken)} is already in use by a request in flight in this session; send the request under another id.`, -32600)
       const release = session.requests.hold(ids)
       try {
         if (session.lean(r.raw, r.res, r.body, r.hijack)) return null
@@ -107,9 +107,15 @@ export class McpGateway {
       return null
     }
     if (r.raw.method !== 'POST' || !isInitializeRequest(r.body)) {
-      return this.#refuse(r, 400, 'Bad Request: send initialize first, then the Mcp-Session-Id header it answered.')
+      return refusal(400, 'Bad Request: send initialize first, then the Mcp-Session-Id header it answered.')
     }
     return this.#open(r)
+  }
+
+  /** Counts a request of the endpoint answered with an HTTP error status (by the route, the transport or the HTTP layer before them). */
+  refused (body: unknown): void {
+    const method = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { method?: unknown }).method : undefined
+    this.#requests.inc({ method: methodLabel(method), outcome: 'refused' })
   }
 
   /** Closes every session (the service stops). */
@@ -127,10 +133,10 @@ export class McpGateway {
     // What the transport would refuse, refused before a run is created or bound (a refused initialize changes nothing).
     const accept = r.raw.headers.accept ?? ''
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
-      return this.#refuse(r, 406, 'Not Acceptable: Client must accept both application/json and text/event-stream')
+      return refusal(406, 'Not Acceptable: Client must accept both application/json and text/event-stream')
     }
     if ((r.raw.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/json') {
-      return this.#refuse(r, 415, 'Unsupported Media Type: Content-Type must be application/json')
+      return refusal(415, 'Unsupported Media Type: Content-Type must be application/json')
     }
     const { tenant } = r.principal
     let runId: string
@@ -201,12 +207,11 @@ export class McpGateway {
       await session.close().catch(() => {})
     }
   }
+}
 
-  #refuse (r: McpRequest, status: number, message: string, code = status === 404 ? -32001 : -32000): Refusal {
-    const method = typeof r.body === 'object' && r.body !== null && 'method' in r.body ? r.body.method : undefined
-    this.#requests.inc({ method: methodLabel(method), outcome: 'refused' })
-    return { status, code, message }
-  }
+/** A refusal the route sends as a JSON-RPC error (counted by the route, as every answer with an error status is). */
+function refusal (status: number, message: string, code = status === 404 ? -32001 : -32000): Refusal {
+  return { status, code, message }
 }
 
 /** The label of a method: its own name when it is one of COUNTED_METHODS, else `other` (a client's method name never becomes a label). */
