@@ -1,12 +1,12 @@
 /**
  * toolgate's own MCP endpoint (SPEC section 16): `/mcp` (a run per session)
  * and `/v1/runs/{runId}/mcp` (sessions bound to a run). Holds the sessions,
- * checks origins, binds or creates runs on `initialize`, refuses a request
- * whose id is in flight in its session, and hands each request to its
- * session's Streamable HTTP transport.
+ * checks origins (and answers CORS), binds or creates runs on `initialize`,
+ * refuses a request whose id is in flight in its session, and hands each
+ * request to its session's Streamable HTTP transport.
  */
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from 'pino'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import { isInitializeRequest, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js'
@@ -15,6 +15,7 @@ import type { Clock, TimerHandle } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
+import { PREFLIGHT_HEADERS, corsHeaders } from './cors.js'
 import { type OriginPolicy, refusedOrigin } from './origin.js'
 import { requestIdsOf } from './request-ids.js'
 import { McpSession } from './session.js'
@@ -57,6 +58,9 @@ export interface McpRequest {
 
 /** What the route answers itself, before the transport takes the request. */
 export interface Refusal { status: number, code: number, message: string }
+
+/** The answer to a CORS preflight: its headers (status 204), or a refusal (403). */
+export type Preflight = { headers: Readonly<Record<string, string>> } | Refusal
 
 export class McpGateway {
   readonly #o: GatewayOptions
@@ -116,6 +120,18 @@ export class McpGateway {
   refused (body: unknown): void {
     const method = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { method?: unknown }).method : undefined
     this.#requests.inc({ method: methodLabel(method), outcome: 'refused' })
+  }
+
+  /** The CORS headers of every answer to this request (cors.ts): none but `Vary` unless its origin may use the endpoint. */
+  cors (headers: IncomingHttpHeaders): Readonly<Record<string, string>> {
+    return corsHeaders({ origin: headers.origin, host: headers.host }, this.#o.origins)
+  }
+
+  /** Answers a CORS preflight (`OPTIONS`): an origin the DNS-rebinding rule refuses is refused here too. */
+  preflight (headers: IncomingHttpHeaders): Preflight {
+    const refused = refusedOrigin({ origin: headers.origin, host: headers.host }, this.#o.origins)
+    if (refused !== null) return refusal(403, refused)
+    return { headers: PREFLIGHT_HEADERS }
   }
 
   /** Closes every session (the service stops). */
