@@ -17,6 +17,8 @@ interface Operation { operationId?: string, summary?: string, description?: stri
 interface Document { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Record<string, unknown>> } }
 
 const OPEN = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json'])
+/** Whether an operation needs no key: the probes, metrics and the document, and CORS preflights (a browser sends no key with one). */
+const isOpen = (path: string, method: string): boolean => OPEN.has(path) || method === 'options'
 
 function operations (doc: Document): Array<[string, string, Operation]> {
   return Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]): [string, string, Operation] => [path, method, op]))
@@ -77,7 +79,7 @@ t.test('every operation declares the errors any request to it can meet', async (
     t.ok(declared('500', 'internal_error'), `${where} declares 500`)
     t.ok(declared('503', 'overloaded') || path === '/readyz', `${where} declares 503`)
     t.ok(op.responses['4XX'] !== undefined, `${where} declares what the HTTP layer refuses`)
-    if (!OPEN.has(path)) {
+    if (!isOpen(path, method)) {
       for (const [status, code] of [['401', 'unauthorized'], ['403', 'forbidden'], ['429', 'rate_limited']]) t.ok(declared(status!, code!), `${where} declares ${status}`)
     }
     if (['post', 'put', 'patch', 'delete'].includes(method)) {
@@ -97,9 +99,9 @@ t.test('the Problem schema gives the catalogue as the enum of `code` and types i
   t.same(event.properties.run.properties.state.enum, ['active', 'terminated', 'cancelled', 'ended'], 'run.state is an enum')
 })
 
-t.test('probes, metrics and the document need no key; every other operation needs a bearer key', async (t) => {
+t.test('probes, metrics, the document and CORS preflights need no key; every other operation needs a bearer key', async (t) => {
   for (const [path, method, op] of operations(doc)) {
-    if (OPEN.has(path)) t.same(op.security, [], `${method.toUpperCase()} ${path} is open`)
+    if (isOpen(path, method)) t.same(op.security, [], `${method.toUpperCase()} ${path} is open`)
     else t.equal(op.security, undefined, `${method.toUpperCase()} ${path} inherits the bearer key`)
   }
   t.same((doc as unknown as { security: unknown }).security, [{ bearer: [] }])

@@ -1,24 +1,27 @@
 /**
  * toolgate's own MCP endpoint (SPEC section 16): `/mcp` (a run per session)
  * and `/v1/runs/{runId}/mcp` (sessions bound to a run). Holds the sessions,
- * checks origins, binds or creates runs on `initialize`, and hands each
+ * checks origins (and answers CORS), binds or creates runs on `initialize`,
+ * refuses a request whose id is in flight in its session, and hands each
  * request to its session's Streamable HTTP transport.
  */
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from 'pino'
 import { Counter, Gauge, type Registry } from 'prom-client'
-import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import { isInitializeRequest, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js'
 import type { Principal } from '../auth/keys.js'
 import type { Clock, TimerHandle } from '../clock.js'
 import { ProblemError } from '../errors.js'
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
+import { PREFLIGHT_HEADERS, corsHeaders } from './cors.js'
 import { type OriginPolicy, refusedOrigin } from './origin.js'
+import { requestIdsOf } from './request-ids.js'
 import { McpSession } from './session.js'
 import type { OneCallTurns } from './turns.js'
 
-/** JSON-RPC methods counted under their own name; every other one is `other`. */
+/** JSON-RPC methods counted under their own name; every other one, and a request whose method cannot be read, is `other`. */
 const COUNTED_METHODS = new Set([
   'initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel',
   'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed'
@@ -56,20 +59,21 @@ export interface McpRequest {
 /** What the route answers itself, before the transport takes the request. */
 export interface Refusal { status: number, code: number, message: string }
 
+/** The answer to a CORS preflight: its headers (status 204), or a refusal (403). */
+export type Preflight = { headers: Readonly<Record<string, string>> } | Refusal
+
 export class McpGateway {
   readonly #o: GatewayOptions
   readonly #sessions = new Map<string, McpSession>()
   readonly #gauge: Gauge
   readonly #requests: Counter<'method' | 'outcome'>
-  /** Methods of requests in flight, by session and JSON-RPC id, to count their answers under. */
-  readonly #pending = new Map<string, string>()
   #sweep: TimerHandle | null
   readonly #unsubscribe: () => void
 
   constructor (o: GatewayOptions) {
     this.#o = o
     this.#gauge = new Gauge({ name: 'toolgate_mcp_sessions', help: "Open sessions of toolgate's own MCP endpoint.", registers: [o.registry] })
-    this.#requests = new Counter({ name: 'toolgate_mcp_requests_total', help: "JSON-RPC messages to toolgate's MCP endpoint, by method and outcome (ok, error, tool_error, notification, refused).", labelNames: ['method', 'outcome'], registers: [o.registry] })
+    this.#requests = new Counter({ name: 'toolgate_mcp_requests_total', help: "JSON-RPC messages to toolgate's MCP endpoint, by method and outcome (ok, error, tool_error, notification; refused: answered with an HTTP error status).", labelNames: ['method', 'outcome'], registers: [o.registry] })
     this.#sweep = o.clock.setInterval(() => { void this.#closeIdle() }, SWEEP_MS)
     this.#unsubscribe = o.tools.onChange(() => { for (const s of this.#sessions.values()) s.toolsChanged() })
   }
@@ -85,22 +89,49 @@ export class McpGateway {
    */
   async handle (r: McpRequest): Promise<Refusal | null> {
     const refused = refusedOrigin({ origin: r.raw.headers.origin, host: r.raw.headers.host }, this.#o.origins)
-    if (refused !== null) return this.#refuse(r, 403, refused)
+    if (refused !== null) return refusal(403, refused)
     const sessionId = r.raw.headers['mcp-session-id']
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId)
       // A session opened with another key (another tenant's, or one of the same tenant with other scopes), or on another path, does not exist for this caller.
-      if (session === undefined || session.owner.keyId !== r.principal.keyId || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return this.#refuse(r, 404, 'Session not found')
+      if (session === undefined || session.owner.keyId !== r.principal.keyId || session.owner.tenant !== r.principal.tenant || session.owner.path !== r.path) return refusal(404, 'Session not found')
       session.lastSeen = this.#o.clock.now()
-      if (session.lean(r.raw, r.res, r.body, (id) => this.#pending.has(`${sessionId} ${String(id)}`), r.hijack)) return null
-      r.hijack()
-      await session.transport.handleRequest(r.raw, r.res, r.body)
+      // Answers are matched to requests by id alone (request-ids.ts): an id in flight is refused before the transport maps it to this request.
+      const ids = requestIdsOf(r.body)
+      const taken = session.requests.taken(ids)
+      if (taken !== undefined) return refusal(400, `Invalid Request: the id ${idText(taken)} is already in use by a request in flight in this session; send the request under another id.`, -32600)
+      const release = session.requests.hold(ids)
+      try {
+        if (session.lean(r.raw, r.res, r.body, r.hijack)) return null
+        r.hijack()
+        await session.transport.handleRequest(r.raw, r.res, r.body)
+      } finally {
+        release()
+      }
       return null
     }
     if (r.raw.method !== 'POST' || !isInitializeRequest(r.body)) {
-      return this.#refuse(r, 400, 'Bad Request: send initialize first, then the Mcp-Session-Id header it answered.')
+      return refusal(400, 'Bad Request: send initialize first, then the Mcp-Session-Id header it answered.')
     }
     return this.#open(r)
+  }
+
+  /** Counts a request of the endpoint answered with an HTTP error status (by the route, the transport or the HTTP layer before them). */
+  refused (body: unknown): void {
+    const method = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { method?: unknown }).method : undefined
+    this.#requests.inc({ method: methodLabel(method), outcome: 'refused' })
+  }
+
+  /** The CORS headers of every answer to this request (cors.ts): none but `Vary` unless its origin may use the endpoint. */
+  cors (headers: IncomingHttpHeaders): Readonly<Record<string, string>> {
+    return corsHeaders({ origin: headers.origin, host: headers.host }, this.#o.origins)
+  }
+
+  /** Answers a CORS preflight (`OPTIONS`): an origin the DNS-rebinding rule refuses is refused here too. */
+  preflight (headers: IncomingHttpHeaders): Preflight {
+    const refused = refusedOrigin({ origin: headers.origin, host: headers.host }, this.#o.origins)
+    if (refused !== null) return refusal(403, refused)
+    return { headers: PREFLIGHT_HEADERS }
   }
 
   /** Closes every session (the service stops). */
@@ -118,10 +149,10 @@ export class McpGateway {
     // What the transport would refuse, refused before a run is created or bound (a refused initialize changes nothing).
     const accept = r.raw.headers.accept ?? ''
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
-      return this.#refuse(r, 406, 'Not Acceptable: Client must accept both application/json and text/event-stream')
+      return refusal(406, 'Not Acceptable: Client must accept both application/json and text/event-stream')
     }
     if ((r.raw.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/json') {
-      return this.#refuse(r, 415, 'Unsupported Media Type: Content-Type must be application/json')
+      return refusal(415, 'Unsupported Media Type: Content-Type must be application/json')
     }
     const { tenant } = r.principal
     let runId: string
@@ -143,7 +174,8 @@ export class McpGateway {
         tools: this.#o.tools,
         turns: this.#o.turns,
         approvalTtlMs: this.#o.approvalTtlMs,
-        onMessage: (direction, message) => this.#count(session, direction, message),
+        onNotification: (method) => this.#requests.inc({ method: methodLabel(method), outcome: 'notification' }),
+        onAnswer: (method, answer) => this.#requests.inc({ method: methodLabel(method), outcome: outcomeOf(answer) }),
         onInitialized: (s) => this.#added(s),
         onClosed: (s) => { void this.#closed(s) }
       },
@@ -175,7 +207,6 @@ export class McpGateway {
     if (id === undefined || this.#sessions.get(id) !== session) return
     this.#sessions.delete(id)
     this.#gauge.set(this.#sessions.size)
-    for (const key of this.#pending.keys()) if (key.startsWith(`${id} `)) this.#pending.delete(key)
     if (session.owner.ownsRun) {
       await this.#o.runs.end(session.owner.tenant, session.owner.runId, session.owner.createdAt).catch((err: unknown) => {
         if (!(err instanceof ProblemError && err.code === 'run_not_found')) this.#o.logger.warn({ runId: session.owner.runId, err: { message: (err as Error).message } }, 'MCP session closed, its run could not be ended')
@@ -192,27 +223,26 @@ export class McpGateway {
       await session.close().catch(() => {})
     }
   }
+}
 
-  #count (session: McpSession, direction: 'in' | 'out', message: JSONRPCMessage): void {
-    if (direction === 'in') {
-      if (!('method' in message)) return
-      const method = COUNTED_METHODS.has(message.method) ? message.method : 'other'
-      if ('id' in message) this.#pending.set(`${session.id ?? ''} ${String(message.id)}`, method)
-      else this.#requests.inc({ method, outcome: 'notification' })
-      return
-    }
-    if (!('id' in message) || 'method' in message) return
-    const key = `${session.id ?? ''} ${String(message.id)}`
-    const method = this.#pending.get(key)
-    if (method === undefined) return
-    this.#pending.delete(key)
-    const outcome = 'error' in message ? 'error' : (message.result as { isError?: unknown }).isError === true ? 'tool_error' : 'ok'
-    this.#requests.inc({ method, outcome })
-  }
+/** A refusal the route sends as a JSON-RPC error (counted by the route, as every answer with an error status is). */
+function refusal (status: number, message: string, code = status === 404 ? -32001 : -32000): Refusal {
+  return { status, code, message }
+}
 
-  #refuse (r: McpRequest, status: number, message: string): Refusal {
-    const method = typeof r.body === 'object' && r.body !== null && 'method' in r.body && typeof r.body.method === 'string' && COUNTED_METHODS.has(r.body.method) ? r.body.method : 'other'
-    this.#requests.inc({ method, outcome: 'refused' })
-    return { status, code: status === 404 ? -32001 : -32000, message }
-  }
+/** The label of a method: its own name when it is one of COUNTED_METHODS, else `other` (a client's method name never becomes a label). */
+function methodLabel (method: unknown): string {
+  return typeof method === 'string' && COUNTED_METHODS.has(method) ? method : 'other'
+}
+
+/** The outcome an answer is counted under. */
+function outcomeOf (answer: JSONRPCMessage): 'ok' | 'error' | 'tool_error' {
+  if ('error' in answer) return 'error'
+  return 'result' in answer && (answer.result as { isError?: unknown }).isError === true ? 'tool_error' : 'ok'
+}
+
+/** An id as a refusal names it: JSON, so that 1 and "1" read apart, and never longer than 128 characters. */
+function idText (id: RequestId): string {
+  const text = JSON.stringify(id)
+  return text.length > 128 ? `${text.slice(0, 127)}…` : text
 }

@@ -71,11 +71,6 @@ export class LeanAnswers {
     this.#sessionId = sessionId
   }
 
-  /** Whether a request with this id waits for its answer here. */
-  has (id: RequestId): boolean {
-    return this.#pending.has(id)
-  }
-
   /** The request `id` is answered on `res` (taken from the web framework). */
   take (id: RequestId, res: ServerResponse): void {
     const answer: LeanAnswer = { res, stream: false, timer: setTimeout(() => { this.#keepAlive(answer) }, LEAN_KEEP_ALIVE_MS) }
@@ -116,12 +111,21 @@ export class LeanAnswers {
 
   /** The session closed: its answers still open end (an event stream that ends before the response, as the SDK's do). */
   closeAll (): void {
-    for (const [id, answer] of [...this.#pending]) {
-      this.#forget(id, answer)
-      if (answer.res.destroyed || answer.res.writableEnded) continue
-      this.#open(answer)
-      answer.res.end()
-    }
+    for (const id of [...this.#pending.keys()]) this.drop(id)
+  }
+
+  /**
+   * The request `id` gets no answer (it was cancelled): its response, if
+   * it is answered here, ends without one, and the id is no longer
+   * answered here (a later request may reuse it).
+   */
+  drop (id: RequestId): void {
+    const answer = this.#pending.get(id)
+    if (answer === undefined) return
+    this.#forget(id, answer)
+    if (answer.res.destroyed || answer.res.writableEnded) return
+    this.#open(answer)
+    answer.res.end()
   }
 
   #event (answer: LeanAnswer, message: JSONRPCMessage): void {

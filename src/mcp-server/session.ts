@@ -6,7 +6,8 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { CallToolRequestSchema, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, type LoggingLevel, McpError, SetLevelRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolRequestSchema, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, type LoggingLevel, McpError, type Notification as McpNotification, type Request as McpRequest, SetLevelRequestSchema, type JSONRPCMessage, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js'
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
 import { offeredTools } from '../tools/offered.js'
@@ -18,6 +19,7 @@ import { McpRequestSpans } from '../telemetry/mcp-spans.js'
 import { runEndedResult } from './results.js'
 import type { OneCallTurns, UserDecision } from './turns.js'
 import { LeanAnswers, plainToolsCall } from './lean-answers.js'
+import { RequestIds } from './request-ids.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RunOptions, RunRecord } from '../model/run.js'
 
@@ -26,6 +28,9 @@ import type { RunOptions, RunRecord } from '../model/run.js'
 /** The run's tools a session offers, and the run's options. */
 interface Offered { tools: Array<{ name: string, tool: Tool }>, options: RunOptions }
 const SERVER_INFO = { name: 'toolgate', version: '0.1.0' }
+
+/** What the SDK's server gives a request's handler beside the request. */
+type HandlerExtra = RequestHandlerExtra<ServerRequest | McpRequest, ServerNotification | McpNotification>
 
 /** Who opened the session (with which key), and on which run. */
 export interface SessionOwner {
@@ -49,8 +54,10 @@ export interface SessionDeps {
   turns: OneCallTurns
   /** Approvals wait up to this long for a person; an elicitation is given as long. */
   approvalTtlMs: number
-  /** Told of each JSON-RPC message in and out, for the request metrics. */
-  onMessage: (direction: 'in' | 'out', message: JSONRPCMessage) => void
+  /** Told of each notification from the client, for the request metrics. */
+  onNotification: (method: string) => void
+  /** Told of each answer to a request of the client, with the request's method, for the request metrics. */
+  onAnswer: (method: string, answer: JSONRPCMessage) => void
   onInitialized: (session: McpSession) => void
   onClosed: (session: McpSession) => void
 }
@@ -72,6 +79,8 @@ export class McpSession {
   readonly owner: SessionOwner
   readonly transport: StreamableHTTPServerTransport
   readonly server: Server
+  /** The ids of the client's requests in flight: a request with one of them is refused (request-ids.ts). */
+  readonly requests = new RequestIds()
   /** Last request seen, for the idle sweep. */
   lastSeen: number
   readonly #deps: SessionDeps
@@ -115,7 +124,7 @@ export class McpSession {
       })
       return { tools: offered.tools.map(({ name, tool }) => describe(name, tool)) }
     })
-    this.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    this.server.setRequestHandler(CallToolRequestSchema, this.#freedWhenCancelled(async (request, extra) => {
       const { name } = request.params
       // Its place among the run's calls is taken as it arrives, before anything is awaited.
       const arrival = deps.turns.arrive(owner.runId)
@@ -186,26 +195,31 @@ export class McpSession {
       })
       // A call the client cancelled before it started: the SDK sends nothing for it.
       return result ?? { content: [], isError: true }
-    })
+    }))
     // The run id goes with the answer to initialize, in its _meta (and in a header, set by the gateway).
     const send = this.transport.send.bind(this.transport)
     this.transport.send = async (message, options) => {
       if ('result' in message && isInitializeResult(message.result)) message.result._meta = { ...message.result._meta, 'toolgate/runId': owner.runId }
-      deps.onMessage('out', message)
-      if (this.#spans !== null && 'id' in message && message.id !== undefined && !('method' in message)) {
-        this.#spans.end(message.id, 'error' in message ? { error: message.error.code } : (message.result as { isError?: unknown }).isError === true ? { toolError: true } : { ok: true }, this.transport.sessionId)
+      if ('id' in message && message.id !== undefined && !('method' in message)) {
+        // An answer: its request's id is free from now on (it is written before any other request is read).
+        const method = this.requests.answered(message.id)
+        if (method !== undefined) deps.onAnswer(method, message)
+        this.#spans?.end(message.id, 'error' in message ? { error: message.error.code } : (message.result as { isError?: unknown }).isError === true ? { toolError: true } : { ok: true }, this.transport.sessionId)
       }
       if (this.#lean.send(message, options?.relatedRequestId)) return
       return send(message, options)
     }
   }
 
-  /** Connects the SDK server to the transport; the metrics hear each incoming message. */
+  /** Connects the SDK server to the transport; each incoming request's id is noted, each notification counted. */
   async connect (): Promise<void> {
     await this.server.connect(this.transport)
     const inner = this.transport.onmessage
     this.transport.onmessage = (message, extra) => {
-      this.#deps.onMessage('in', message)
+      if ('method' in message) {
+        if ('id' in message) this.requests.dispatched(message.id, message.method)
+        else this.#deps.onNotification(message.method)
+      }
       const invalid = invalidParams(message)
       if (invalid !== null && 'id' in message) {
         // The SDK would answer its schema's error as -32603 (internal); JSON-RPC's is -32602, and the message says what is wrong.
@@ -242,14 +256,14 @@ export class McpSession {
    * Takes a plain `tools/call` past the SDK's transport: the SDK's server
    * handles its message, toolgate writes the answer (lean-answers.ts).
    * False when the request is anything else, for the transport to handle.
-   * `busy`: whether a request with the id is in flight on this session
-   * already (such a request goes to the transport, as it always did).
+   * Its id is not in flight on this session (the gateway refuses such a
+   * request first, request-ids.ts), so its answer is the one for that id.
    */
-  lean (raw: IncomingMessage, res: ServerResponse, body: unknown, busy: (id: string | number) => boolean, hijack: () => void): boolean {
+  lean (raw: IncomingMessage, res: ServerResponse, body: unknown, hijack: () => void): boolean {
     if (this.#closed) return false
     const message = plainToolsCall(raw, body)
     const inner = this.transport.onmessage
-    if (message === null || inner === undefined || this.#lean.has(message.id) || busy(message.id)) return false
+    if (message === null || inner === undefined) return false
     hijack()
     this.#lean.take(message.id, res)
     // The URL made only when a handler reads it (toolgate's do not).
@@ -271,6 +285,24 @@ export class McpSession {
     this.#lean.closeAll()
     this.#spans?.closeAll()
     await this.transport.close()
+  }
+
+  /**
+   * A request handler whose request, when the client cancels it, gets no
+   * answer (the SDK sends none for it): once the handler is done, nothing
+   * more is sent about it, so its id is free and its lean answer ends.
+   */
+  #freedWhenCancelled<Q, R> (handler: (request: Q, extra: HandlerExtra) => Promise<R>): (request: Q, extra: HandlerExtra) => Promise<R> {
+    return async (request, extra) => {
+      try {
+        return await handler(request, extra)
+      } finally {
+        if (extra.signal.aborted) {
+          this.requests.answered(extra.requestId)
+          this.#lean.drop(extra.requestId)
+        }
+      }
+    }
   }
 
   /** The run's tools as this session's key may see them, each under its model-safe name, and the run's options. */
