@@ -290,6 +290,8 @@ export class OneCallTurns {
       })
     }
     call.signal.addEventListener('abort', onCancel, { once: true })
+    // Cancelled as it was being held (after the engine last looked at the signal): the listener never hears it.
+    if (call.signal.aborted) onCancel()
     const ticker = call.progress === undefined
       ? null
       : clock.setInterval(() => call.progress?.('Waiting for a person to approve the call.'), APPROVAL_PROGRESS_MS)

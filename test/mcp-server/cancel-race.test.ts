@@ -8,7 +8,8 @@
  * over the moments around the start of a call that waits behind a barrier,
  * through one-call turns (src/mcp-server/turns.ts) over the app's engine
  * and store, the cancel aborting the call's own signal, on the memory
- * store and on Redis.
+ * store and on Redis. A cancel that lands as a call is being held for
+ * approval withdraws it as one that lands while it waits does.
  */
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
@@ -18,7 +19,8 @@ import { systemClock } from '../../src/clock.js'
 import { CallRelays } from '../../src/dispatch/relays.js'
 import { type OneCall, OneCallTurns } from '../../src/mcp-server/turns.js'
 import type { RunRecord } from '../../src/model/run.js'
-import { type TestExecutor, buildTestApp, post, sleep, startExecutor, tool } from '../helper.js'
+import type { UpdateResult } from '../../src/store/types.js'
+import { type TestExecutor, buildTestApp, get, post, sleep, startExecutor, tool } from '../helper.js'
 import { appStoreConfig, redisUnavailable } from '../store/harness.js'
 
 const AUTH = { authorization: 'Bearer key-acme' }
@@ -28,7 +30,7 @@ const noRedis = await redisUnavailable()
 async function setup (t: Test, store: 'memory' | 'redis'): Promise<{ app: FastifyInstance, ex: TestExecutor }> {
   const ex = await startExecutor(t)
   const config = appStoreConfig(t, store)
-  const { app } = await buildTestApp(t, { keysDoc: KEYS, config, tools: [tool('look', ex.url, { readOnly: true }), tool('save', ex.url)] })
+  const { app } = await buildTestApp(t, { keysDoc: KEYS, config, tools: [tool('look', ex.url, { readOnly: true }), tool('save', ex.url), tool('ship', ex.url, { requiresApproval: true })] })
   return { app: app as FastifyInstance, ex }
 }
 
@@ -91,6 +93,37 @@ for (const store of ['memory', 'redis'] as const) {
       t.equal(await cancelAround(t, async (runId) => {
         while (!ex.calls.some((c) => c.runId === runId && c.tool === 'look')) await sleep(1)
       }), 'ok')
+    })
+
+    t.test('a call cancelled as it is being held for approval is withdrawn: cancelled, never sent, out of the inbox', async (t) => {
+      const created = await post(app, '/v1/runs', {}, AUTH)
+      const runId = created.body.runId as string
+      const run = (await app.services.store.getRun(runId))!
+      const abort = new AbortController()
+      const store = app.services.store
+      const updateRun = store.updateRun
+      t.teardown(() => { store.updateRun = updateRun })
+      store.updateRun = async <T>(id: string, fn: (r: RunRecord) => T): Promise<UpdateResult<T>> => {
+        let held = false
+        const result = await updateRun.call(store, id, (r: RunRecord) => {
+          const value = fn(r)
+          held = id === runId && r.waiting?.phase === 'awaiting'
+          return value
+        }) as UpdateResult<T>
+        // The client's cancel lands as the call is held, before toolgate has answered that it waits.
+        if (held && !abort.signal.aborted) abort.abort()
+        return result
+      }
+      const answered = turns.run(callOf(run, 'ship', 1, abort.signal), turns.arrive(runId))
+      const answer = await Promise.race([answered, sleep(3000).then(() => 'still held' as const)])
+      store.updateRun = updateRun
+      t.not(answer, 'still held', 'the cancel reached it')
+      if (answer === 'still held' || answer === null) return
+      t.equal(answer._meta['toolgate/status'], 'cancelled')
+      t.same((await app.services.store.listBatches(runId)).map((b) => b.statuses), [{ cancelled: 1 }], 'one batch, one result')
+      t.equal(ex.calls.filter((c) => c.runId === runId).length, 0, 'never sent')
+      const inbox = (await get(app, '/v1/approvals', AUTH)).body.approvals as Array<{ runId: string }>
+      t.same(inbox.filter((a) => a.runId === runId), [], 'out of the inbox')
     })
 
     /** Cancels the read as the store is asked for its `step`-th atomic step of the run after the write is released (the write's answer, the read's start, its admission, its answer). */
