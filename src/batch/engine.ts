@@ -11,6 +11,7 @@ import { type RunIdentity, identityOf } from '../model/incarnation.js'
 import { WAITING_OWNER } from '../model/waiting.js'
 import { registerGuards, startTurn } from '../guards/index.js'
 import type { Guard } from '../guards/types.js'
+import { recordCancelled } from './cancelled.js'
 import { readyFor, runBatch } from './coordinator.js'
 import type { BatchAnswer, BatchRequest, EngineDeps, PreparedFirst, RunDeps } from './engine-types.js'
 import { type IdentifiedCalls, identifyCalls } from './identify-calls.js'
@@ -156,6 +157,15 @@ export class BatchEngine {
         return await runBatch(this.#deps, this.#leases, start.run, state, req)
       }
     }
+  }
+
+  /**
+   * Records a batch of one call that never started: cancelled while it
+   * waited for its turn, it is a turn of its run all the same, recorded
+   * without the run's lease (`cancelled.ts`). False when nothing was.
+   */
+  recordCancelled (req: BatchRequest, first: PreparedFirst | undefined): Promise<boolean> {
+    return recordCancelled(this.#deps, req, first)
   }
 
   /**

@@ -11,7 +11,9 @@
  * (`SharedLease`), taken by the first and released with the last answer. A
  * call a person may have to approve runs alone, under a lease of its own,
  * as a batch does. A batch of the batch route (or the calls of another
- * replica) that holds the run makes them wait until it is answered.
+ * replica) that holds the run makes them wait until it is answered. A call
+ * its client cancels while it waits is a turn of the run all the same,
+ * recorded `cancelled` without the run's lease (src/batch/cancelled.ts).
  */
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
@@ -109,38 +111,48 @@ export class OneCallTurns {
 
   /**
    * Runs the call when its turn comes. Answers null when the client
-   * cancelled it before it started: nothing of it ran, and MCP sends no
-   * answer to a cancelled request.
+   * cancelled it before it started (notifications/cancelled, or its
+   * session's end): nothing of it ran, MCP sends no answer to a cancelled
+   * request, and it is recorded as a turn of its run whose call is
+   * `cancelled`, once it has left the run's schedule.
    */
   async run (call: OneCall, arrival: Arrival): Promise<McpToolResult | null> {
     const callId = `mcp_${randomUUID()}`
-    const batchId = `mcp_${randomUUID()}`
+    const req: BatchRequest = {
+      runId: call.runId,
+      createdAt: call.createdAt,
+      tenant: call.tenant,
+      scopes: call.scopes,
+      ...(call.keyName === undefined ? {} : { keyName: call.keyName }),
+      batchId: `mcp_${randomUUID()}`,
+      calls: [{ id: callId, name: call.tool, arguments: call.arguments ?? {} }],
+      signal: call.signal
+    }
+    const taken = await this.#take(call, arrival, req)
+    if (taken.kind === 'result') return taken.result
+    await this.#recordCancelled(call, req, taken.first)
+    return null
+  }
+
+  /** The call through the run's schedule and the engine: its result, or cancelled before it started. */
+  async #take (call: OneCall, arrival: Arrival, req: BatchRequest): Promise<Taken> {
     // What the executor sends while the call runs reaches this caller, on whichever request of this process runs it.
     let raw: ToolCallResult | undefined
-    const relayed = call.relay === undefined ? null : this.#deps.relays.register(call.runId, callId, { ...call.relay, result: (r) => { raw = r } })
+    const relayed = call.relay === undefined ? null : this.#deps.relays.register(call.runId, req.calls[0]!.id, { ...call.relay, result: (r) => { raw = r } })
     let uncertain: UncertainWrite | null = null
     try {
-      const req: BatchRequest = {
-        runId: call.runId,
-        createdAt: call.createdAt,
-        tenant: call.tenant,
-        scopes: call.scopes,
-        ...(call.keyName === undefined ? {} : { keyName: call.keyName }),
-        batchId,
-        calls: [{ id: callId, name: call.tool, arguments: call.arguments ?? {} }],
-        signal: call.signal
-      }
       const first = await this.#deps.engine.prepareFirst(req, call.options.tools)
       arrival.describe(classOf(first, call.options))
       const turn = await arrival.start(call.signal)
-      if (turn.kind === 'cancelled') return null
+      if (turn.kind === 'cancelled') return { kind: 'cancelled', first }
       // A blocked call's guards are opened anew, knowing it is blocked (it is prepared again: a rare path).
       if (turn.kind === 'blocked') req.blockedBy = turn.by
       else if (first !== undefined) req.preparedFirst = first
       const answer = turn.kind === 'go' && turn.alone ? await this.#alone(call, req) : await this.#shared(call, req)
-      if (answer.kind === 'ended') return answer.result
+      if (answer.kind === 'cancelled') return { kind: 'cancelled', first }
+      if (answer.kind === 'ended') return { kind: 'result', result: answer.result }
       uncertain = uncertainOf(answer.body)
-      return toolResultOf(answer.body, raw)
+      return { kind: 'result', result: toolResultOf(answer.body, raw) }
     } finally {
       arrival.settled(uncertain)
       relayed?.release()
@@ -148,10 +160,26 @@ export class OneCallTurns {
     }
   }
 
+  /**
+   * A call cancelled before the engine had it: a turn of its run whose call
+   * is `cancelled`, recorded without the run's lease (src/batch/cancelled.ts),
+   * so the run's other calls and batches go on as they were. Its client
+   * gets nothing either way: a record the store could not write is logged.
+   */
+  async #recordCancelled (call: OneCall, req: BatchRequest, first: PreparedFirst | undefined): Promise<void> {
+    try {
+      await this.#deps.engine.recordCancelled(req, first)
+    } catch (err) {
+      this.#deps.logger.warn({ runId: call.runId, batchId: req.batchId, err: { message: (err as Error).message } }, 'A call the MCP client cancelled before it started could not be recorded')
+    }
+  }
+
   /** A call under the lease its run's calls share here (taken by the first, released with the last answer). */
   #shared (call: OneCall, req: BatchRequest): Promise<Answered> {
     return this.#untilFree(call, req, async () => {
       const lease = await this.#lease(call.runId)
+      // Cancelled while the run's last lease was being released: it never starts.
+      if (call.signal.aborted) return CANCELLED
       lease.enter()
       try {
         const answered = await this.#deps.engine.execute({ ...req, shared: lease })
@@ -186,20 +214,20 @@ export class OneCallTurns {
   /**
    * Runs `attempt` until the run takes it: while another batch holds the run
    * (the batch route, another replica), waits and asks again, the wait
-   * doubling up to a cap; a run no longer there or active answers as such,
-   * a client that cancelled meanwhile gets nothing.
+   * doubling up to a cap; a run no longer there or active answers as such.
+   * A call the client cancelled before an attempt is cancelled: the engine
+   * never has it (a refused attempt started nothing).
    */
   async #untilFree (call: OneCall, req: BatchRequest, attempt: () => Promise<Answered>): Promise<Answered> {
     let wait = BUSY_RETRY_MS
     for (;;) {
+      if (call.signal.aborted) return CANCELLED
       try {
         return await attempt()
       } catch (err) {
         const ended = endedResult(err, req)
         if (ended !== null) return ended
-        if (call.signal.aborted) return NOTHING
         await this.#sleep(wait, call.signal)
-        if (call.signal.aborted) return NOTHING
         wait = Math.min(wait * 2, BUSY_RETRY_CAP_MS)
       }
     }
@@ -262,6 +290,8 @@ export class OneCallTurns {
       })
     }
     call.signal.addEventListener('abort', onCancel, { once: true })
+    // Cancelled as it was being held (after the engine last looked at the signal): the listener never hears it.
+    if (call.signal.aborted) onCancel()
     const ticker = call.progress === undefined
       ? null
       : clock.setInterval(() => call.progress?.('Waiting for a person to approve the call.'), APPROVAL_PROGRESS_MS)
@@ -310,13 +340,19 @@ export class OneCallTurns {
   }
 }
 
-/** A call's batch answered, or a result the run's state gives (ended, terminated), or nothing (cancelled before it started). */
+/** A call's batch answered, or a result the run's state gives (ended, terminated), or cancelled before the engine had it. */
 type Answered =
   | { kind: 'answer', body: TurnAnswer }
-  | { kind: 'ended', result: McpToolResult | null }
+  | { kind: 'ended', result: McpToolResult }
+  | { kind: 'cancelled' }
 
-/** A call the client cancelled before it started: MCP sends no answer. */
-const NOTHING: Answered = Object.freeze({ kind: 'ended', result: null })
+/** A call the client cancelled before it started: recorded as such, and MCP sends no answer. */
+const CANCELLED: Answered = Object.freeze({ kind: 'cancelled' })
+
+/** What a call came to: its result, or cancelled before it started (with its calls as prepared first, if they were). */
+type Taken =
+  | { kind: 'result', result: McpToolResult }
+  | { kind: 'cancelled', first: PreparedFirst | undefined }
 
 /** The result of a call the engine refused because the run is no longer there or active; null for a busy run (it waits). */
 function endedResult (err: unknown, req: BatchRequest): Answered | null {

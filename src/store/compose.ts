@@ -47,6 +47,10 @@ export class ComposedStore implements Store {
     return this.#runs.completeBatch(runId, owner, record, incarnation, shared)
   }
 
+  recordBatch (runId: string, batchId: string, fn: (run: RunRecord, recorded: string | undefined) => BatchRecord | undefined): Promise<boolean> {
+    return this.#runs.recordBatch(runId, batchId, fn)
+  }
+
   listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> { return this.#runs.listRuns(tenant, limit, after) }
   waitingRuns (): Promise<RunRecord[]> { return this.#runs.waitingRuns() }
   countRuns (): Promise<{ total: number, active: number, inFlight: number }> { return this.#runs.countRuns() }

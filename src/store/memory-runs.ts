@@ -122,7 +122,18 @@ export class MemoryRunState implements RunStateStore {
     return true
   }
 
-  /** updateRun's work, synchronous, so completeBatch can add to it in the same step. */
+  async recordBatch (runId: string, batchId: string, fn: (run: RunRecord, recorded: string | undefined) => BatchRecord | undefined): Promise<boolean> {
+    let record: BatchRecord | undefined
+    const done = this.#update(runId, (run) => {
+      record = fn(run, this.answers.hashOf(runId, batchId))
+    })
+    if (!done.found || record === undefined) return false
+    // The id and its answer together, in the update's synchronous step; no lease is released, no write-ahead record answered.
+    this.answers.store(runId, { ...record, batchId })
+    return true
+  }
+
+  /** updateRun's work, synchronous, so completeBatch and recordBatch can add to it in the same step. */
   #update<T> (runId: string, fn: (run: RunRecord) => T): UpdateResult<T> {
     const run = this.peek(runId)
     if (run === undefined) return { found: false }

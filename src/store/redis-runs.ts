@@ -137,6 +137,19 @@ export class RedisRunState implements RunStateStore {
     return done.found && done.value
   }
 
+  async recordBatch (runId: string, batchId: string, fn: (run: RunRecord, recorded: string | undefined) => BatchRecord | undefined): Promise<boolean> {
+    // The id and the answer go with the run's write, or not at all; no write-ahead record is answered ('-').
+    const entry: NonNullable<UpdateExtras['entry']> = { batchId, requestHash: undefined }
+    const extras: UpdateExtras = { entry, answeredWrites: [] }
+    const done = await this.#update(runId, (run) => {
+      const record = fn(run, entry.requestHash)
+      extras.record = record === undefined ? undefined : { ...record, batchId }
+      if (record !== undefined) entry.requestHash = record.requestHash
+      return record !== undefined
+    }, extras)
+    return done.found && done.value
+  }
+
   /** A page of the tenant's runs from its index, scored by expiry: most recently used first, as in the memory store. */
   async listRuns (tenant: string, limit: number, after?: RunCursor): Promise<RunPage> {
     const flat = await this.#conn.eval(LIST_RUNS, [this.#conn.key('tenant', tenant)],

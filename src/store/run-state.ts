@@ -7,13 +7,14 @@ import type { BatchIdEntry, BatchRecord, RunCursor, RunPage, SharedCompletion, U
  * batch takes its lease on. Every method is asynchronous so that a shared
  * store (Redis) can implement it; updates are atomic per run.
  *
- * Two operations reach beyond the record, because a batch would pay a round
- * trip more if they did not: `updateRunWithBatchId` records a batch id in the
- * same atomic step as the run (the lease-taking update), and `completeBatch`
- * stores a batch's answer (read back through `BatchAnswers`) as it releases
- * the lease. So the batch answers a deployment uses come from the same store
- * as its run state. Ending, expiring or evicting a run frees its batch ids
- * and answers with it.
+ * Three operations reach beyond the record, because a batch would pay a
+ * round trip more if they did not: `updateRunWithBatchId` records a batch id
+ * in the same atomic step as the run (the lease-taking update),
+ * `completeBatch` stores a batch's answer (read back through `BatchAnswers`)
+ * as it releases the lease, and `recordBatch` records the id and answer of a
+ * batch that never held the lease in one step. So the batch answers a
+ * deployment uses come from the same store as its run state. Ending,
+ * expiring or evicting a run frees its batch ids and answers with it.
  */
 export interface RunStateStore {
   /** Stores a new run; false when the id exists already. May evict per the store's bounds. */
@@ -70,6 +71,19 @@ export interface RunStateStore {
    * be running.
    */
   completeBatch (runId: string, owner: string, record: BatchRecord | ((run: RunRecord) => BatchRecord), incarnation?: Incarnation, shared?: SharedCompletion): Promise<boolean>
+  /**
+   * Records a batch that never held the run's lease, its answer with it (an
+   * MCP call cancelled before it started: a turn of its run all the same,
+   * SPEC section 16). `fn` runs on the run in one atomic step, as
+   * `updateRun`'s does, with the hash its batch id was recorded with
+   * (undefined when the run never got that id), and answers the record to
+   * store under that id, or undefined to store nothing (it then changed
+   * nothing). The id is recorded with the record's hash, and the record
+   * stored, in that same step; the lease, the waiting batch and the
+   * write-ahead records are left as they are, whoever holds the run. Answers
+   * whether it stored; nothing happens when the run is gone.
+   */
+  recordBatch (runId: string, batchId: string, fn: (run: RunRecord, recorded: string | undefined) => BatchRecord | undefined): Promise<boolean>
   /**
    * A page of at most `limit` of the tenant's runs that are held (ended ones
    * included), most recently used first, after `after` when given. A run

@@ -6,7 +6,7 @@ import { FastHistogram } from './histogram.js'
 
 /** The store's asynchronous operations, each timed and its failures counted; `onCancel` and `close` pass through. */
 const OPERATIONS = [
-  'createRun', 'getRun', 'updateRun', 'updateRunWithBatchId', 'endRun', 'getBatch', 'listBatches', 'listRuns', 'completeBatch',
+  'createRun', 'getRun', 'updateRun', 'updateRunWithBatchId', 'endRun', 'getBatch', 'listBatches', 'listRuns', 'completeBatch', 'recordBatch',
   'putReceipt', 'settleReceipt', 'getReceipt', 'listReceipts', 'reviseReceipt',
   'indexUncertain', 'unindexUncertain', 'runOfUncertain', 'countUncertain', 'tryLock', 'unlock',
   'recordWrites', 'pendingWrites', 'takeOverWrites',

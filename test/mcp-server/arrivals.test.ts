@@ -9,12 +9,10 @@
  * and on Redis (the calls of a run share one lease of the run).
  */
 import t, { type Test } from 'tap'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { FastifyInstance } from 'fastify'
-import { randomUUID } from 'node:crypto'
 import { type TestExecutor, buildTestApp, get, post, startExecutor, tool } from '../helper.js'
-import { REDIS_URL, deleteByPrefix, redisUnavailable } from '../store/harness.js'
+import { appStoreConfig, redisUnavailable } from '../store/harness.js'
+import { boundSession, gateCalls } from './sessions.js'
 
 const AUTH = { authorization: 'Bearer key-acme' }
 const KEYS = { keys: [{ key: 'key-acme', tenant: 'acme', roles: ['orchestrator', 'admin'] }] }
@@ -24,12 +22,7 @@ interface Setup { app: FastifyInstance, base: string, ex: TestExecutor }
 
 async function setup (t: Test, store: 'memory' | 'redis'): Promise<Setup> {
   const ex = await startExecutor(t)
-  const config: Record<string, unknown> = { host: '127.0.0.1' }
-  if (store === 'redis') {
-    const prefix = `toolgate-test:${randomUUID()}:`
-    t.teardown(() => deleteByPrefix(prefix))
-    config.store = `${REDIS_URL}/?prefix=${encodeURIComponent(prefix)}`
-  }
+  const config = appStoreConfig(t, store)
   const { app } = await buildTestApp(t, {
     keysDoc: KEYS,
     config,
@@ -43,31 +36,7 @@ async function setup (t: Test, store: 'memory' | 'redis'): Promise<Setup> {
   return { app: app as FastifyInstance, base, ex }
 }
 
-/** A run created with `options`, and an MCP client bound to it. */
-async function session (t: Test, s: Setup, options: Record<string, unknown> = {}): Promise<{ client: Client, runId: string }> {
-  const run = await post(s.app, '/v1/runs', options, AUTH)
-  t.equal(run.status, 201)
-  const runId = run.body.runId as string
-  const transport = new StreamableHTTPClientTransport(new URL(`${s.base}/v1/runs/${runId}/mcp`), { requestInit: { headers: AUTH } })
-  const client = new Client({ name: 'arrivals-test', version: '1.0.0' })
-  await client.connect(transport)
-  t.teardown(() => client.close())
-  return { client, runId }
-}
 
-/** Holds every call of `tool` at the executor until `release`; `running` counts those held now. */
-function hold (ex: TestExecutor, name: string, answer: (x: unknown) => unknown = () => ({ content: 'done' })): { release: () => void, running: () => number } {
-  let open!: () => void
-  const gate = new Promise<void>((resolve) => { open = resolve })
-  let running = 0
-  ex.on(name, async (call) => {
-    running++
-    await gate
-    running--
-    return answer(call.arguments.x) as never
-  })
-  return { release: open, running: () => running }
-}
 
 /** Resolves once `cond` holds (the test's own timeout bounds it). */
 async function until (cond: () => boolean): Promise<void> {
@@ -94,8 +63,8 @@ for (const store of ['memory', 'redis'] as const) {
     const s = await setup(t, store)
 
     t.test('reads sent at once run side by side, up to the run maxConcurrentTools', async (t) => {
-      const { client } = await session(t, s, { maxConcurrentTools: 2 })
-      const gate = hold(s.ex, 'look')
+      const { client } = await boundSession(t, s, AUTH, { maxConcurrentTools: 2 })
+      const gate = gateCalls(s.ex, 'look')
       const calls = [1, 2, 3].map((x) => client.callTool({ name: 'look', arguments: { x } }))
       await until(() => gate.running() === 2)
       await settle()
@@ -107,9 +76,9 @@ for (const store of ['memory', 'redis'] as const) {
     })
 
     t.test('writes of one conflict key never overlap and keep their order; another key runs beside them', async (t) => {
-      const { client } = await session(t, s)
+      const { client } = await boundSession(t, s, AUTH)
       const before = s.ex.calls.length
-      const gate = hold(s.ex, 'paint')
+      const gate = gateCalls(s.ex, 'paint')
       const calls = [1, 1, 2].map((x) => client.callTool({ name: 'paint', arguments: { x } }))
       await until(() => gate.running() === 2)
       await settle()
@@ -123,9 +92,9 @@ for (const store of ['memory', 'redis'] as const) {
     })
 
     t.test('a barrier waits for the earlier calls and runs alone; a call after it waits for it', async (t) => {
-      const { client } = await session(t, s)
+      const { client } = await boundSession(t, s, AUTH)
       const before = s.ex.calls.length
-      const gate = hold(s.ex, 'look')
+      const gate = gateCalls(s.ex, 'look')
       const read = client.callTool({ name: 'look', arguments: { x: 1 } })
       await until(() => gate.running() === 1)
       const write = client.callTool({ name: 'save', arguments: { x: 2 } })
@@ -142,7 +111,7 @@ for (const store of ['memory', 'redis'] as const) {
     })
 
     t.test('a write that becomes uncertain blocks the writes of its key waiting behind it; other keys and reads go on', async (t) => {
-      const { client, runId } = await session(t, s)
+      const { client, runId } = await boundSession(t, s, AUTH)
       let open!: () => void
       const gate = new Promise<void>((resolve) => { open = resolve })
       s.ex.on('paint', async (call, _req, reply) => {
@@ -169,8 +138,8 @@ for (const store of ['memory', 'redis'] as const) {
     })
 
     t.test('a batch on the batch route while MCP calls run is 409 run_busy; an MCP call waits for a batch that holds the run', async (t) => {
-      const { client, runId } = await session(t, s)
-      const gate = hold(s.ex, 'look')
+      const { client, runId } = await boundSession(t, s, AUTH)
+      const gate = gateCalls(s.ex, 'look')
       const call = client.callTool({ name: 'look', arguments: { x: 1 } })
       await until(() => gate.running() === 1)
       const busy = await post(s.app, `/v1/runs/${runId}/batches`, { batchId: 'b-busy', calls: [{ id: 'c1', name: 'look', arguments: { x: 2 } }] }, AUTH)
@@ -179,7 +148,7 @@ for (const store of ['memory', 'redis'] as const) {
       gate.release()
       t.equal((await call).isError, false)
 
-      const held = hold(s.ex, 'look')
+      const held = gateCalls(s.ex, 'look')
       const batch = post(s.app, `/v1/runs/${runId}/batches`, { batchId: 'b-holds', calls: [{ id: 'c1', name: 'look', arguments: { x: 3 } }] }, AUTH)
       await until(() => held.running() === 1)
       const waiting = client.callTool({ name: 'look', arguments: { x: 4 } })

@@ -1,7 +1,8 @@
 /**
  * The RunStateStore contract (src/store/run-state.ts): run records, their
  * atomic updates with batch ids, leases and waiting batches, ending and
- * expiry, and completeBatch's release of the lease with the answer.
+ * expiry, completeBatch's release of the lease with the answer, and
+ * recordBatch's answer of a batch that never held it.
  */
 import type { Test } from 'tap'
 import type { BatchRecord } from '../../src/store/types.js'
@@ -224,6 +225,47 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.same(await store.getBatch('r1', 'b2'), answer('b2', 'b'), 'as the answer is stored')
     t.equal(await store.completeBatch('r1', 'replica-a', answer('b2', 'a')), false, 'a late completion after the release stores nothing')
     t.same(await peer.getBatch('r1', 'b2'), answer('b2', 'b'), 'the stored answer is never replaced')
+  })
+
+  t.test('recordBatch records a batch id and its answer with the run in one step, leaving the lease another batch holds alone', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const lease = { batchId: 'b1', owner: 'replica-a', leaseExpiresAt: now() + 60_000 }
+    await store.updateRun('r1', (run) => { run.inFlight = { ...lease } })
+    const answer: BatchRecord = { batchId: 'm1', requestHash: 'hm1', responseJson: '{"batchId":"m1","results":[]}', completedAt: now(), summary: { turn: 1, calls: 1, statuses: { cancelled: 1 } } }
+    let seen: string | undefined = 'not asked'
+    t.equal(await store.recordBatch('r1', 'm1', (run, recorded) => {
+      seen = recorded
+      run.counters.turns++
+      return answer
+    }), true)
+    t.equal(seen, undefined, 'a new batch id is unknown')
+    t.same(await peer.getBatch('r1', 'm1'), answer, 'the answer is stored')
+    t.same((await peer.listBatches('r1')).map((b) => b.batchId), ['m1'], 'and listed')
+    const run = await peer.getRun('r1')
+    t.equal(run?.counters.turns, 1, "fn's changes are kept")
+    t.same(run?.inFlight, lease, 'the lease is left to the batch holding it')
+    t.same(await peer.updateRunWithBatchId('r1', 'm1', (_run, entry) => entry.requestHash), { found: true, value: 'hm1' }, 'the id is recorded with the answer\'s hash')
+    t.equal(await peer.recordBatch('r1', 'm1', (_run, recorded) => {
+      seen = recorded
+      return recorded === undefined ? { ...answer, responseJson: '{"again":true}' } : undefined
+    }), false, 'fn answering nothing stores nothing')
+    t.equal(seen, 'hm1', 'a recorded id is known to any client')
+    t.same(await store.getBatch('r1', 'm1'), answer, 'the stored answer is never replaced')
+    t.equal(await store.recordBatch('r1', 'm2', () => undefined), false)
+    t.same(await peer.updateRunWithBatchId('r1', 'm2', (_run, entry) => entry.requestHash), { found: true, value: undefined }, 'an id answered nothing for stays unknown')
+    t.equal(await store.recordBatch('nope', 'm1', () => answer), false, 'a run that is not there')
+    t.equal(await peer.completeBatch('r1', 'replica-a', { batchId: 'b1', requestHash: 'h', responseJson: '{}', completedAt: now() }), true, 'the batch holding the lease completes as ever')
+    t.equal((await store.getRun('r1'))?.inFlight, null)
+  })
+
+  t.test('a throwing recordBatch fn records nothing and leaves the run unchanged', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    await store.createRun(makeRun('r1', now()))
+    const boom = new Error('decided against it')
+    await t.rejects(store.recordBatch('r1', 'm1', () => { throw boom }), boom)
+    t.equal(await peer.getBatch('r1', 'm1'), undefined)
+    t.same(await peer.updateRunWithBatchId('r1', 'm1', (_run, entry) => entry.requestHash), { found: true, value: undefined })
   })
 
   t.test('waitingRuns lists the runs whose record holds a waiting batch, in step with every update; ending a run drops its batch', async (t) => {

@@ -80,6 +80,17 @@ async function contract (t: Test, h: Harness): Promise<void> {
     t.same(await peer.pendingWrites(run), [], 'answered with the batch')
   })
 
+  t.test('a batch recorded without the lease (recordBatch) answers none of the writes of the batch holding it', async (t) => {
+    const { store, peer, now } = await h.open(t)
+    const run = await leasedRun(store, 'r1', now())
+    await store.recordWrites(run, A, [write('op_1'), write('op_2')])
+    const answer = { batchId: 'm1', requestHash: 'hash-m1', responseJson: '{"results":[]}', completedAt: now() }
+    t.equal(await peer.recordBatch('r1', 'm1', () => answer), true)
+    t.same((await store.pendingWrites(run)).map((w) => w.operationId).sort(), ['op_1', 'op_2'], 'still recorded')
+    t.equal(await store.completeBatch('r1', 'replica-a', { ...answer, batchId: 'b1', requestHash: 'hash1' }), true)
+    t.same(await peer.pendingWrites(run), [], 'answered by the answer of the batch that holds the lease')
+  })
+
   t.test('under a shared lease, a batch answer keeps the lease and answers only its own writes; the last one releases it', async (t) => {
     const { store, peer, now } = await h.open(t)
     // The lease b1 holds stands for a shared one (MCP calls that arrive together), under which m1 and m2 run.

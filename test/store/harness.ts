@@ -97,6 +97,20 @@ export async function againstEveryStore (contract: string, suite: (t: Test, h: H
   }
 }
 
+/**
+ * The config of an app under test on `store`, listening on loopback: on
+ * Redis, under a key prefix of its own, whose keys are deleted on teardown.
+ */
+export function appStoreConfig (t: Tap, store: 'memory' | 'redis'): Record<string, unknown> {
+  const config: Record<string, unknown> = { host: '127.0.0.1' }
+  if (store === 'redis') {
+    const prefix = `toolgate-test:${randomUUID()}:`
+    t.teardown(() => deleteByPrefix(prefix))
+    config.store = `${REDIS_URL}/?prefix=${encodeURIComponent(prefix)}`
+  }
+  return config
+}
+
 /** Undefined when a Redis answers at the URL, else why not (the reason tests are skipped). */
 export async function redisUnavailable (url = REDIS_URL): Promise<string | undefined> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 })

@@ -54,7 +54,7 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
     stored = await completeShared(rt, state, (shared) => releaseWithAnswer(store, state.runId, rt.deps, (r) => {
       closing = close(state, rt, ready, r, null)
       responseJson = respond(state, rt, { closing })
-      return record(state, responseJson, rt.deps.clock.now())
+      return batchRecord(state, responseJson, rt.deps.clock.now())
     }, incarnation, shared))
   } else {
     // The run's termination is an event of the answer, known only once the run is updated: two steps.
@@ -63,7 +63,7 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
     if (closing?.terminatedNow === true) observer.runTerminated(ending)
     recorder.emit({ type: 'batch.completed', durationMs: round(wallMs) })
     responseJson = respond(state, rt, { closing: closing ?? GONE })
-    const done = record(state, responseJson, rt.deps.clock.now())
+    const done = batchRecord(state, responseJson, rt.deps.clock.now())
     stored = await completeShared(rt, state, (shared) => releaseWithAnswer(store, state.runId, rt.deps, done, incarnation, shared))
   }
   if (closing === undefined) responseJson = respond(state, rt, { closing: GONE })
@@ -118,7 +118,7 @@ function close (state: BatchState, rt: BatchRuntime, ready: Ready, r: RunRecord,
 }
 
 /** What the store keeps of the finished batch, for resends and the run's batch list. */
-function record (state: BatchState, responseJson: string, completedAt: number): BatchRecord {
+export function batchRecord (state: BatchState, responseJson: string, completedAt: number): BatchRecord {
   return {
     batchId: state.batchId,
     requestHash: state.identified.requestHash,
