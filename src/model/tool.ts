@@ -4,8 +4,12 @@ import type { Executor } from '../dispatch/executor.js'
 /** What one validation answered: valid, with the data as validated (schema defaults filled in), or the errors why not. */
 export type Validation = { readonly valid: true, readonly value: unknown } | { readonly valid: false, readonly errors: ErrorObject[] }
 
-/** Validates data and fills schema defaults; at once when that is cheap, else on the validation thread (src/tools/bounded-validate.ts). */
-export type BoundedValidate = (data: unknown) => Validation | Promise<Validation>
+/**
+ * Validates data and fills schema defaults; at once when that is cheap, else
+ * on the validation thread (src/tools/bounded-validate.ts). `bytes`: the
+ * data's size as JSON, about, when the caller knows it (it is not weighed).
+ */
+export type BoundedValidate = (data: unknown, bytes?: number) => Validation | Promise<Validation>
 
 /** How a tool asks to be scheduled: see SPEC section 5, "Epochs". */
 export type ExecutionHint = 'auto' | 'parallel' | 'sequential'

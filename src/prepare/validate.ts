@@ -16,6 +16,8 @@ export interface ValidateOptions {
    * @default false
    */
   readonly inPlace?: boolean
+  /** The arguments' size as JSON, about, when known (their canonical text's length): the validator need not weigh them. */
+  readonly bytes?: number | undefined
 }
 
 /** Describes schema errors as `instancePath message`, never with the values. */
@@ -44,7 +46,7 @@ export function describeErrors (errors: readonly ErrorObject[] | null | undefine
  */
 export function validateArguments (tool: Tool, args: Record<string, unknown>, options?: ValidateOptions): StageResult<Record<string, unknown>> | Promise<StageResult<Record<string, unknown>>> {
   const value = options?.inPlace === true ? args : structuredClone(args)
-  const verdict = tool.validate(value)
+  const verdict = tool.validate(value, options?.bytes)
   return verdict instanceof Promise ? verdict.then(argumentsResult) : argumentsResult(verdict)
 }
 

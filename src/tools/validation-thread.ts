@@ -23,12 +23,16 @@ const START_DEADLINE_MS = 10_000
 /** The thread's heap and stack: validating arguments of at most TOOLGATE_MAX_ARGUMENT_BYTES needs far less. */
 const RESOURCE_LIMITS = Object.freeze({ maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 })
 
-/** What the worker is asked: validate `data` with the schema `key` names (`schema` when the worker may not have it). */
-export interface Request { id: number, key: number, schema?: unknown, data: unknown, maxMs: number }
+/**
+ * What the worker is asked: validate `data` with the schema `key` names
+ * (`schema` when the worker may not have it); `fills`: answer the validated
+ * value (defaults filled in), else leave it out of a valid verdict.
+ */
+export interface Request { id: number, key: number, schema?: unknown, data: unknown, maxMs: number, fills: boolean }
 /** What the worker answers: it began the validation (the deadline runs from there), it ended, or it has no such schema. */
 export type Reply = { id: number, kind: 'started' } | { id: number, kind: 'done', verdict: Validation } | { id: number, kind: 'missing' }
 
-interface Job { key: number, schema: unknown, data: unknown, maxMs: number, resolve: (verdict: Validation) => void }
+interface Job { key: number, schema: unknown, data: unknown, maxMs: number, fills: boolean, resolve: (verdict: Validation) => void }
 
 export class ValidationThread implements ValidationRunner {
   #worker: Worker | null = null
@@ -39,10 +43,10 @@ export class ValidationThread implements ValidationRunner {
   #nextId = 0
   #closed = false
 
-  validate (key: number, schema: unknown, data: unknown, maxMs: number): Promise<Validation> {
+  validate (key: number, schema: unknown, data: unknown, maxMs: number, fills: boolean): Promise<Validation> {
     if (this.#closed) return Promise.resolve(overBudget(maxMs))
     return new Promise((resolve) => {
-      this.#queue.push({ key, schema, data, maxMs, resolve })
+      this.#queue.push({ key, schema, data, maxMs, fills, resolve })
       if (this.#current === null) this.#next()
     })
   }
@@ -66,7 +70,7 @@ export class ValidationThread implements ValidationRunner {
     const worker = this.#thread()
     const timer = setTimeout(() => { this.#stop(id) }, START_DEADLINE_MS).unref()
     this.#current = { job, id, timer }
-    const request: Request = { id, key: job.key, data: job.data, maxMs: job.maxMs }
+    const request: Request = { id, key: job.key, data: job.data, maxMs: job.maxMs, fills: job.fills }
     if (!this.#known.has(job.key)) request.schema = job.schema
     this.#known.add(job.key)
     try {
@@ -103,7 +107,8 @@ export class ValidationThread implements ValidationRunner {
       this.#queue.unshift(current.job)
       this.#next()
     } else {
-      this.#settle(reply.id, reply.verdict)
+      // A schema that fills nothing left the data as sent: the caller's own object, not the copy (none was sent back).
+      this.#settle(reply.id, reply.verdict.valid && !current.job.fills ? { valid: true, value: current.job.data } : reply.verdict)
     }
   }
 
