@@ -90,6 +90,8 @@ export interface CanonicalText {
   text: string
   /** `text` is also what JSON.stringify writes (the value was canonical already), so it stands for both. */
   plain: boolean
+  /** What JSON.stringify writes, when `text` is not that and it was written already (large arguments, each in its call's own slice of the event loop). */
+  json?: string
 }
 
 /**
