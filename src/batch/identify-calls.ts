@@ -22,12 +22,16 @@ export interface IdentifiedCalls {
  * when they took more than a slice.
  */
 export function identifyCalls (calls: readonly RawCall[], identity?: string): IdentifiedCalls | Promise<IdentifiedCalls> {
-  const texts = inSlices(calls, argumentText)
+  const texts = inSlices(calls, argumentText, textLength)
   return texts instanceof Promise ? texts.then((t) => identified(calls, t, identity)) : identified(calls, texts, identity)
 }
 
 function argumentText (call: RawCall): CanonicalText {
   return canonicalText(call.arguments ?? null)
+}
+
+function textLength (text: CanonicalText): number {
+  return text.text.length
 }
 
 function identified (calls: readonly RawCall[], argumentTexts: CanonicalText[], identity: string | undefined): IdentifiedCalls {

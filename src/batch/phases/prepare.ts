@@ -74,19 +74,25 @@ function fingerprinted (deps: PreparedDeps, calls: readonly RawCall[], requestTe
   preparedAt: string, preparationMs: number): Prepared | Promise<Prepared> {
   const argumentTexts: CanonicalText[] = []
   const fingerprints: string[] = []
-  const done = inSlices(outcomes, (_o, i) => { fingerprintInto(deps, calls, requestTexts, outcomes, i, argumentTexts, fingerprints) })
+  const done = inSlices(outcomes, (_o, i) => fingerprintInto(deps, calls, requestTexts, outcomes, i, argumentTexts, fingerprints), textLength)
   const prepared: Prepared = { outcomes, argumentTexts, fingerprints, preparedAt, preparationMs }
   return done instanceof Promise ? done.then(() => prepared) : prepared
 }
 
-/** Call `i`'s canonical text and fingerprint, pushed onto `argumentTexts` and `fingerprints`. */
+/** Call `i`'s canonical text and fingerprint, pushed onto `argumentTexts` and `fingerprints`; the text is answered too. */
 function fingerprintInto (deps: PreparedDeps, calls: readonly RawCall[], requestTexts: readonly CanonicalText[], outcomes: readonly PreparationOutcome[], i: number,
-  argumentTexts: CanonicalText[], fingerprints: string[]): void {
+  argumentTexts: CanonicalText[], fingerprints: string[]): CanonicalText {
   const o = callAt(outcomes, i, 'outcome')
   const text = leftAsSent(deps, o, callAt(calls, i, 'call')) ? callAt(requestTexts, i, 'argument text') : canonicalText(o.arguments ?? null)
   // The executor's body is JSON.stringify's text: for large arguments written here, in this call's slice, not with every call of its epoch at once.
   argumentTexts.push(text.plain || !o.ok || text.text.length < LARGE_ARGUMENTS ? text : { text: text.text, plain: false, json: JSON.stringify(o.arguments) })
   fingerprints.push(callFingerprint(o.tool?.name ?? o.requestedName, o.tool?.ignoreArguments, o.arguments, text.text))
+  return text
+}
+
+/** The work a call's canonical text stands for, in characters (src/model/slices.ts). */
+function textLength (text: CanonicalText): number {
+  return text.text.length
 }
 
 /**
