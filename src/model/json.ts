@@ -260,7 +260,7 @@ function sharedKeys (value: object, ancestors: object[]): string[] | null {
   if (!collectKeys(value, ancestors, keys, walk)) return null
   // JSON.stringify looks each key of the list up in each object.
   if (walk.objects * keys.size > 4 * walk.members + 64) return null
-  return Array.from(keys).sort()
+  return sortInPlace(Array.from(keys))
 }
 
 /** Adds the keys of every object in `value` to `keys`; false at the first thing sharedKeys refuses. */
@@ -295,18 +295,68 @@ function collectKeys (value: unknown, ancestors: object[], keys: Set<string>, wa
 /**
  * Sorts keys by UTF-16 code units, as Array.prototype.sort does, but in
  * place for the few keys arguments usually have: sort() sets up a work area
- * of its own on every call.
+ * of its own on every call. Many keys are sorted code unit by code unit
+ * (multikeySort): sort() compares whole strings through the engine's
+ * generic comparison, about twice as long on 25,000 to 100,000 keys.
  */
 function sortInPlace (keys: string[]): string[] {
-  if (keys.length > 16) return keys.sort()
-  for (let i = 1; i < keys.length; i++) {
+  if (keys.length > MANY_KEYS) multikeySort(keys, 0, keys.length, 0)
+  else if (keys.length > 16) keys.sort()
+  else insertionSort(keys, 0, keys.length)
+  return keys
+}
+
+/** Past this many keys, sortInPlace sorts them code unit by code unit. */
+const MANY_KEYS = 256
+
+function insertionSort (keys: string[], lo: number, hi: number): void {
+  for (let i = lo + 1; i < hi; i++) {
     const key = keys[i]!
     let j = i - 1
-    while (j >= 0 && keys[j]! > key) {
+    while (j >= lo && keys[j]! > key) {
       keys[j + 1] = keys[j]!
       j--
     }
     keys[j + 1] = key
   }
-  return keys
+}
+
+/**
+ * Sorts keys[lo, hi), which agree on their first `depth` code units, by
+ * three-way partitions on the code unit at `depth` (-1 past a key's end,
+ * so a prefix comes first): Bentley and Sedgewick's multikey quicksort.
+ * The pivot is drawn at random, so no order of keys makes it quadratic;
+ * the order it gives is the one order of the keys, whatever the draws.
+ */
+function multikeySort (keys: string[], lo: number, hi: number, depth: number): void {
+  while (hi - lo > 16) {
+    const pivot = unitAt(keys[lo + Math.floor(Math.random() * (hi - lo))]!, depth)
+    let lt = lo
+    let gt = hi - 1
+    for (let i = lo; i <= gt;) {
+      const key = keys[i]!
+      const unit = unitAt(key, depth)
+      if (unit < pivot) {
+        keys[i++] = keys[lt]!
+        keys[lt++] = key
+      } else if (unit > pivot) {
+        keys[i] = keys[gt]!
+        keys[gt--] = key
+      } else {
+        i++
+      }
+    }
+    multikeySort(keys, lo, lt, depth)
+    multikeySort(keys, gt + 1, hi, depth)
+    // Keys that ended at `depth` are equal: nothing left to order among them.
+    if (pivot < 0) return
+    lo = lt
+    hi = gt + 1
+    depth++
+  }
+  insertionSort(keys, lo, hi)
+}
+
+function unitAt (key: string, depth: number): number {
+  return depth < key.length ? key.charCodeAt(depth) : -1
 }

@@ -278,6 +278,16 @@ t.test('objects and arrays of more than 64 members, written by JSON.stringify wi
   t.equal(canonicalJson({ ...Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i])), u: undefined }), serialize(Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i]))), 'an undefined member is left out')
 })
 
+t.test('many keys are sorted as Array.prototype.sort sorts them: by UTF-16 code units, a prefix first', async t => {
+  const key = fc.oneof(fc.string({ unit: 'binary', maxLength: 6 }), fc.string({ unit: fc.constantFrom('a', 'b', '\uE000', '\uD83D', '\uDE00'), maxLength: 8 }), fc.nat().map((n) => `k${n}`))
+  fc.assert(fc.property(fc.uniqueArray(key, { minLength: 257, maxLength: 1500 }), (keys) => {
+    const value = Object.fromEntries(keys.map((k, i) => [k, i]))
+    return canonicalJson(value) === serialize(value)
+  }), seeded(t, { numRuns: runs(100, 500) }))
+  const prefixes = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => ['x'.repeat(i % 40) + String(i % 7), i]))
+  t.equal(canonicalJson(prefixes), serialize(prefixes), 'keys that are prefixes of one another')
+})
+
 t.test('canonicalText is canonicalJson, and says plain only when JSON.stringify writes the same text', async t => {
   fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 }), fc.boolean(), (value, sorted) => {
     const v = sorted ? sortedCopy(value) : value
