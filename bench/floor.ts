@@ -81,7 +81,8 @@ export function buildFloor (executorUrl: string): { app: FastifyInstance, close:
     if (run === undefined || run.tenant !== (req as unknown as { principal: Principal }).principal.tenant) return await reply.code(404).send({ code: 'run_not_found' })
     const { calls } = req.body
     const batchId = req.body.batchId ?? `batch_${randomUUID()}`
-    const { requestHash: hash, argumentTexts } = identifyCalls(calls)
+    const identifying = identifyCalls(calls)
+    const { requestHash: hash, argumentTexts } = identifying instanceof Promise ? await identifying : identifying
     const texts = argumentTexts.map((a) => a.text)
     const known = run.batches.get(batchId)
     if (known !== undefined && known.hash === hash) return await reply.type('application/json; charset=utf-8').send(known.answer.toString())

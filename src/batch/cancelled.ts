@@ -43,7 +43,7 @@ export async function recordCancelled (deps: RunDeps, req: BatchRequest, first: 
   const t0 = performance.now()
   const call = req.calls[0]
   if (call === undefined || req.calls.length !== 1) throw new Error(`batch ${req.batchId} is not a turn of one call`)
-  const identified = first?.identified ?? identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
+  const identified = first?.identified ?? await identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
   const o = first?.ready.prepared.outcomes[0]
   const tool = o?.tool ?? deps.tools.resolve(call.name) ?? null
   // A refusal of preparation stands, as in a batch whose client went away; any other call never started.

@@ -95,7 +95,8 @@ export class BatchEngine {
     const { store } = this.#deps
     const preparing = req.preparedFirst ?? this.prepareFirst(req, this.#allowedTools.get(req.runId) ?? null)
     const first = preparing instanceof Promise ? await preparing : preparing
-    const calls = first?.identified ?? identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
+    const identifying = first?.identified ?? identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
+    const calls = identifying instanceof Promise ? await identifying : identifying
     const { requestHash } = calls
     const tokens = (req.usage?.inputTokens ?? 0) + (req.usage?.outputTokens ?? 0)
     // Prepared before the lease when it may be, so that admission goes in the lease's own step; its guards opened then too.
@@ -178,6 +179,11 @@ export class BatchEngine {
   prepareFirst (req: BatchRequest, tools: readonly string[] | null): PreparedFirst | undefined | Promise<PreparedFirst | undefined> {
     if (!preparableFirst(this.#deps, req.calls, this.#deps.tools)) return undefined
     const identified = identifyCalls(req.calls, requestIdentity(req.format, req.incomplete))
+    if (identified instanceof Promise) return identified.then((i) => this.#prepareIdentified(req, i, tools))
+    return this.#prepareIdentified(req, identified, tools)
+  }
+
+  #prepareIdentified (req: BatchRequest, identified: IdentifiedCalls, tools: readonly string[] | null): PreparedFirst | Promise<PreparedFirst> {
     const prepared = prepareCalls(this.#deps, req, identified, tools)
     if (prepared instanceof Promise) return prepared.then((p) => this.#preparedFirst(req, identified, tools, p))
     return this.#preparedFirst(req, identified, tools, prepared)

@@ -447,7 +447,7 @@ export class McpServers {
     try {
       const probe = this.#opts.tools.compile({ name: 'output.probe', inputSchema: withoutForeignDialect(schema), executor: { url: 'mcp://probe' } }, PROBE)
       return (structured) => {
-        const verdict = probe.validate(structured, owner)
+        const verdict = probe.validate(structured, undefined, owner)
         return verdict instanceof Promise ? verdict.then((v) => v.valid) : verdict.valid
       }
     } catch (err) {

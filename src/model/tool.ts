@@ -8,9 +8,10 @@ export type Validation = { readonly valid: true, readonly value: unknown } | { r
  * Validates data and fills schema defaults; at once when that is cheap, else
  * on the validation thread (src/tools/bounded-validate.ts), where `owner`
  * (the tenant whose call it is, or the tool server whose answer it is)
- * waits its turn among the others.
+ * waits its turn among the others. `bytes`: the data's size as JSON, about,
+ * when the caller knows it (it is not weighed).
  */
-export type BoundedValidate = (data: unknown, owner?: string) => Validation | Promise<Validation>
+export type BoundedValidate = (data: unknown, bytes?: number, owner?: string) => Validation | Promise<Validation>
 
 /** How a tool asks to be scheduled: see SPEC section 5, "Epochs". */
 export type ExecutionHint = 'auto' | 'parallel' | 'sequential'

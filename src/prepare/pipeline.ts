@@ -2,7 +2,6 @@
  * The preparation pipeline (SPEC section 5): every stage, in order, for each
  * call of a batch. A call that fails a stage is rejected and the others go on.
  */
-import { performance } from 'node:perf_hooks'
 import type { Tool, ToolLookup, Validation } from '../model/tool.js'
 import { authorizeLocally, type ExternalAuthorizer } from './authorize.js'
 import { coerceScalars, parseArguments, renameArgumentAliases, resolveTool } from './compat.js'
@@ -11,6 +10,7 @@ import { applyRewrites, RewriteError } from './rewrite.js'
 import type { AuthorizationContext, PreparationContext, StageResult } from './types.js'
 import type { PreparationOutcome, PreparedCall, RawCall, RejectedCall, RejectionReason } from '../model/call.js'
 import { describeErrors, validateArguments } from './validate.js'
+import { inSlices } from '../model/slices.js'
 
 /** A call that passed every stage up to the external authorizer. */
 type LocallyAuthorized = Omit<PreparedCall, 'conflictKey'>
@@ -34,7 +34,8 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
     return rejected(call, index, null, resolved.reason, resolved.message, call.arguments)
   }
   const tool = resolved.value
-  if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments, ctx.argumentTexts?.[index]?.text) > ctx.maxArgumentBytes) {
+  const text = ctx.argumentTexts?.[index]?.text
+  if (ctx.maxArgumentBytes !== undefined && argumentBytes(call.arguments, text) > ctx.maxArgumentBytes) {
     return rejected(call, index, tool, 'invalid_arguments', `the arguments are larger than ${ctx.maxArgumentBytes} bytes`, null)
   }
 
@@ -44,7 +45,7 @@ function prepareLocally (call: RawCall, index: number, lookup: ToolLookup, ctx: 
   const owned = ctx.argumentsOwned === true || call.arguments === undefined || call.arguments === null || typeof call.arguments === 'string'
   const args = coerceScalars(renameArgumentAliases(parsed.value, tool.argumentAliases), tool.inputSchema)
 
-  const valid = validateArguments(tool, args, { inPlace: owned, owner: ctx.tenant })
+  const valid = validateArguments(tool, args, { inPlace: owned, bytes: text?.length, owner: ctx.tenant })
   return valid instanceof Promise ? valid.then((v) => validated(call, index, tool, args, v, ctx)) : validated(call, index, tool, args, valid, ctx)
 }
 
@@ -78,7 +79,7 @@ function validated (call: RawCall, index: number, tool: Tool, given: Record<stri
   const again = (verdict: Validation): Local => verdict.valid
     ? authorizedLocally(call, index, tool, verdict.value as Record<string, unknown>, ctx)
     : rejected(call, index, tool, 'policy_denied', `the host policy rewrite produced invalid arguments: ${describeErrors(verdict.errors)}`, rewritten)
-  const verdict = tool.validate(args, ctx.tenant)
+  const verdict = tool.validate(args, undefined, ctx.tenant)
   return verdict instanceof Promise ? verdict.then(again) : again(verdict)
 }
 
@@ -137,37 +138,6 @@ export function prepareCall (call: RawCall, index: number, lookup: ToolLookup, c
   return local.ok ? withConflictKey(call, local) : local
 }
 
-/** Preparing a batch's calls gives the event loop back after this long, so costly calls never hold it for other requests (SPEC section 19). */
-const PREPARATION_SLICE_MS = 20
-
-/**
- * `prepare` on each call in order, yielding the event loop (setImmediate)
- * whenever a slice has run PREPARATION_SLICE_MS: each call's own time is
- * bounded (TOOLGATE_MAX_VALIDATION_MS), and a batch of many costly calls
- * no longer adds them up into one stall. Cheap batches never yield, and
- * get their outcomes at once rather than as a promise.
- */
-function sliced<T> (calls: readonly RawCall[], prepare: (call: RawCall, index: number) => T): T[] | Promise<T[]> {
-  const out: T[] = []
-  const sliceStart = performance.now()
-  for (let i = 0; i < calls.length; i++) {
-    out.push(prepare(calls[i]!, i))
-    if (i + 1 < calls.length && performance.now() - sliceStart > PREPARATION_SLICE_MS) return slicedFrom(calls, prepare, out)
-  }
-  return out
-}
-
-/** The rest of `sliced` once a slice is spent: the event loop first, then the next slice. */
-async function slicedFrom<T> (calls: readonly RawCall[], prepare: (call: RawCall, index: number) => T, out: T[]): Promise<T[]> {
-  while (out.length < calls.length) {
-    await new Promise((resolve) => setImmediate(resolve))
-    const sliceStart = performance.now()
-    do out.push(prepare(calls[out.length]!, out.length))
-    while (out.length < calls.length && performance.now() - sliceStart <= PREPARATION_SLICE_MS)
-  }
-  return out
-}
-
 /**
  * Prepares every call of a batch: one outcome per call, in source order. With
  * an external authorizer, its decisions for all the calls that reach it are
@@ -177,7 +147,7 @@ async function slicedFrom<T> (calls: readonly RawCall[], prepare: (call: RawCall
 export function prepareBatch (
   calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer?: ExternalAuthorizer
 ): PreparationOutcome[] | Promise<PreparationOutcome[]> {
-  if (authorizer === undefined) return settled(sliced(calls, (call, index) => prepareCall(call, index, lookup, ctx)))
+  if (authorizer === undefined) return settled(inSlices(calls, (call, index) => prepareCall(call, index, lookup, ctx)))
   return authorized(calls, lookup, ctx, authorizer)
 }
 
@@ -188,7 +158,7 @@ function settled<T> (out: Array<T | Promise<T>> | Promise<Array<T | Promise<T>>>
 }
 
 async function authorized (calls: readonly RawCall[], lookup: ToolLookup, ctx: PreparationContext, authorizer: ExternalAuthorizer): Promise<PreparationOutcome[]> {
-  const locals = await settled(sliced(calls, (call, index) => prepareLocally(call, index, lookup, ctx)))
+  const locals = await settled(inSlices(calls, (call, index) => prepareLocally(call, index, lookup, ctx)))
   return await Promise.all(locals.map((local, index) =>
     local.ok ? authorizeExternally(calls[index] as RawCall, local, ctx, authorizer) : local))
 }

@@ -18,6 +18,8 @@ export interface ValidateOptions {
   readonly inPlace?: boolean
   /** Whose call it is (the tenant), for its turn on the validation thread. */
   readonly owner?: string
+  /** The arguments' size as JSON, about, when known (their canonical text's length): the validator need not weigh them. */
+  readonly bytes?: number | undefined
 }
 
 /** Describes schema errors as `instancePath message`, never with the values. */
@@ -46,7 +48,7 @@ export function describeErrors (errors: readonly ErrorObject[] | null | undefine
  */
 export function validateArguments (tool: Tool, args: Record<string, unknown>, options?: ValidateOptions): StageResult<Record<string, unknown>> | Promise<StageResult<Record<string, unknown>>> {
   const value = options?.inPlace === true ? args : structuredClone(args)
-  const verdict = tool.validate(value, options?.owner)
+  const verdict = tool.validate(value, options?.bytes, options?.owner)
   return verdict instanceof Promise ? verdict.then(argumentsResult) : argumentsResult(verdict)
 }
 

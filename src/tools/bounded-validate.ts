@@ -131,10 +131,15 @@ export const IN_PROCESS_UNITS = 1_000_000
 /** Data larger than this (bytes of JSON, about) is validated on the validation thread whatever the schema. */
 export const IN_PROCESS_BYTES = 32 * 1024
 
-/** Where boundedValidator validates what it cannot validate at once, with a deadline. */
+/**
+ * Where boundedValidator validates what it cannot validate at once, with a
+ * deadline. `fills`: the schema may fill defaults in, so a valid verdict
+ * answers the validated copy; otherwise it answers `data` itself, which the
+ * validation cannot have changed.
+ */
 export interface ValidationRunner {
   /** `owner`: whose validation it is (a tenant, a tool server), for its turn among the others waiting. */
-  validate: (key: number, schema: unknown, data: unknown, maxMs: number, owner?: string) => Promise<Validation>
+  validate: (key: number, schema: unknown, data: unknown, maxMs: number, fills: boolean, owner?: string) => Promise<Validation>
 }
 
 let nextKey = 0
@@ -162,14 +167,21 @@ let nextKey = 0
  * may have waited for a CPU or for a collector's pause: the thread runs it
  * again, timed on the wall and the CPU clocks, and its verdict stands (it
  * used to run a second time here, holding the loop as long again).
+ *
+ * `fills` (default true): the schema may fill defaults in. When it cannot,
+ * a valid verdict from the thread is the data sent, not a copy cloned back:
+ * a large object is not rebuilt in the event loop, and stays the request's
+ * own (whose canonical text is known already).
  */
-export function boundedValidator (validate: ValidateFunction, opts: { schema: unknown, weight: number, maxMs: number, runner: ValidationRunner, clocks?: ValidationClocks }): BoundedValidate {
+export function boundedValidator (validate: ValidateFunction, opts: { schema: unknown, weight: number, maxMs: number, runner: ValidationRunner, clocks?: ValidationClocks, fills?: boolean }): BoundedValidate {
   const { schema, weight, maxMs, runner } = opts
   const clocks = opts.clocks ?? PROCESS_CLOCKS
+  const fills = opts.fills ?? true
   const key = nextKey++
   const limit = weight === 0 ? IN_PROCESS_BYTES : Math.min(IN_PROCESS_BYTES, IN_PROCESS_UNITS / weight)
-  return (data, owner) => {
-    if (weight === Infinity || sizeOver(data, limit)) return runner.validate(key, schema, data, maxMs, owner)
+  return (data, bytes, owner) => {
+    // A known size spares the walk: on an object of many keys its first step alone lists them all.
+    if (weight === Infinity || (bytes === undefined ? sizeOver(data, limit) : bytes > limit)) return runner.validate(key, schema, data, maxMs, fills, owner)
     const wall = clocks.wall()
     let valid: boolean
     try {
@@ -178,7 +190,7 @@ export function boundedValidator (validate: ValidateFunction, opts: { schema: un
       if (!(err instanceof RangeError)) throw err
       return { valid: false, errors: [costError(TOO_DEEP)] }
     }
-    if (clocks.wall() - wall > maxMs) return runner.validate(key, schema, data, maxMs, owner)
+    if (clocks.wall() - wall > maxMs) return runner.validate(key, schema, data, maxMs, fills, owner)
     return valid ? { valid: true, value: data } : { valid: false, errors: validate.errors ?? [] }
   }
 }

@@ -156,7 +156,7 @@ export class ToolRegistry implements ToolLookup {
     } else {
       try {
         const compiled = compileAlone(this.#ajv, def.inputSchema)
-        validate = boundedValidator(compiled, { schema: def.inputSchema, weight: cost.weight, maxMs: this.#maxValidationMs, runner: this.#thread })
+        validate = boundedValidator(compiled, { schema: def.inputSchema, weight: cost.weight, maxMs: this.#maxValidationMs, runner: this.#thread, fills: preparesInPlace(def.inputSchema, false) })
       } catch (err) {
         problems.push(`/inputSchema: ${(err as Error).message}`)
       }

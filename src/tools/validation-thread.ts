@@ -26,17 +26,21 @@ const START_DEADLINE_MS = 10_000
 /** The thread's heap and stack: validating arguments of at most TOOLGATE_MAX_ARGUMENT_BYTES needs far less. */
 const RESOURCE_LIMITS = Object.freeze({ maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 })
 
-/** What the worker is asked: validate `data` with the schema `key` names (`schema` when the worker may not have it). */
-export interface Request { id: number, key: number, schema?: unknown, data: unknown, maxMs: number }
+/**
+ * What the worker is asked: validate `data` with the schema `key` names
+ * (`schema` when the worker may not have it); `fills`: answer the validated
+ * value (defaults filled in), else leave it out of a valid verdict.
+ */
+export interface Request { id: number, key: number, schema?: unknown, data: unknown, maxMs: number, fills: boolean }
 
-interface Job { key: number, schema: unknown, data: unknown, maxMs: number }
+interface Job { key: number, schema: unknown, data: unknown, maxMs: number, fills: boolean }
 
 export class ValidationThread implements ValidationRunner {
   readonly #pool = new WorkerPool<Job, Validation, Set<number>>({
     // The schema keys a worker has been sent.
     fresh: () => new Set(),
     request: (job, id, known) => {
-      const request: Request = { id, key: job.key, data: job.data, maxMs: job.maxMs }
+      const request: Request = { id, key: job.key, data: job.data, maxMs: job.maxMs, fills: job.fills }
       if (!known.has(job.key)) request.schema = job.schema
       known.add(job.key)
       return request
@@ -54,14 +58,18 @@ export class ValidationThread implements ValidationRunner {
   /**
    * Validates on the thread in `owner`'s turn. Stopped at its deadline, out
    * of memory, not clonable (not JSON's), or with the thread closed or
-   * unable to start: over budget, as a validation that took too long.
+   * unable to start: over budget, as a validation that took too long. A
+   * schema that fills nothing (`fills` false) leaves the data as sent: a
+   * valid verdict is the caller's own object, not a copy (none is sent back).
    */
-  async validate (key: number, schema: unknown, data: unknown, maxMs: number, owner = ''): Promise<Validation> {
+  async validate (key: number, schema: unknown, data: unknown, maxMs: number, fills: boolean, owner = ''): Promise<Validation> {
+    let verdict: Validation
     try {
-      return await this.#pool.run(owner, { key, schema, data, maxMs })
+      verdict = await this.#pool.run(owner, { key, schema, data, maxMs, fills })
     } catch {
       return overBudget(maxMs)
     }
+    return verdict.valid && !fills ? { valid: true, value: data } : verdict
   }
 
   /** Ends the thread; validations still waiting answer over budget. */

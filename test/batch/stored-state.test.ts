@@ -44,7 +44,7 @@ async function preparedBatch (deps: EngineDeps): Promise<BatchState> {
     { id: 'c3', name: 'nope', arguments: {} },
     { id: 'c4', name: 'pay', arguments: { y: 2 }, generatedId: true }
   ]
-  const identified = identifyCalls(calls)
+  const identified = await identifyCalls(calls)
   const state = newBatchState({ runId: run.runId, tenant: run.tenant, batchId: 'b1', calls, scopes: new Set(['tools:*']), format: 'openai-chat' }, run, 3, identified)
   state.prepared = await prepareCalls(deps, state, identified, null)
   return state

@@ -211,7 +211,7 @@ t.test("an argument object is cloned unless the context owns it, and the result 
 t.test('each validation of a call, the rewrite\'s second included, names the call\'s tenant as its owner (its turn on the validation thread)', async (t) => {
   const owners: Array<string | undefined> = []
   const validate = build.validate
-  const watched: typeof build = { ...build, validate: (data, owner) => { owners.push(owner); return validate(data, owner) } }
+  const watched: typeof build = { ...build, validate: (data, bytes, owner) => { owners.push(owner); return validate(data, bytes, owner) } }
   const [outcome] = await prepareBatch([{ id: 'c', name: 'build', arguments: { kind: 'wall', x: 300, y: 1 } }], makeLookup([watched]), makeContext({ tenant: 'acme' }))
   t.equal(outcome!.ok, true)
   t.same(owners, ['acme', 'acme'], 'validated, rewritten (clamped), validated again')

@@ -250,6 +250,44 @@ t.test('values already in canonical order (written by JSON.stringify) agree with
   t.equal(canonicalJson(deep), serialize(deep), 'deeper than the check looks: the writer takes it')
 })
 
+t.test('objects and arrays of more than 64 members, written by JSON.stringify with their keys as its list, agree with the canonicalize package', async t => {
+  const member = fc.jsonValue({ stringUnit: 'binary', maxDepth: 2 })
+  // Records that share their keys (the list path) and ones that do not (the writer), scalars among them.
+  const record = fc.dictionary(fc.constantFrom('b', 'a', 'c', '10', '9', '\uE000', '\uD83D\uDE00'), member, { maxKeys: 4 })
+  const wide = fc.oneof(
+    fc.dictionary(fc.string({ unit: 'binary' }), fc.oneof(fc.string({ unit: 'binary' }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null)), { minKeys: 65, maxKeys: 200 }),
+    fc.dictionary(fc.string({ unit: 'binary' }), member, { minKeys: 65, maxKeys: 120 }),
+    fc.array(record, { minLength: 65, maxLength: 200 }),
+    fc.array(member, { minLength: 65, maxLength: 120 })
+  )
+  fc.assert(fc.property(wide, fc.boolean(), (value, nested) => {
+    const v = nested ? { z: [value], a: value } : value
+    const { text } = canonicalText(v)
+    return text === serialize(v) && canonicalJson(v) === text
+  }), seeded(t, { numRuns: runs(200, 1000) }))
+  const records = Array.from({ length: 100 }, (_, i) => i % 2 === 0 ? { b: i, a: 'x' } : { a: { d: [i], c: null } })
+  t.equal(canonicalJson(records), serialize(records), 'records of two shapes')
+  const missing = Array.from({ length: 100 }, (_, i) => i === 50 ? { __proto__: null, toString: 1 } : { a: i })
+  t.equal(canonicalJson(missing), serialize(missing), 'a key Object.prototype has, missing from most records: not read through their prototype')
+  const proto = Array.from({ length: 100 }, (_, i) => JSON.parse(i === 7 ? '{"__proto__":1}' : '{"a":1}') as unknown)
+  t.equal(canonicalJson(proto), serialize(proto), 'an own __proto__ key in one record of many')
+  t.throws(() => canonicalJson(Array.from({ length: 100 }, (_, i) => i === 99 ? { a: Infinity } : { a: i })), /finite number/, 'the writer still refuses what JSON cannot hold')
+  const cycle: Record<string, unknown> = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i]))
+  cycle.self = cycle
+  t.throws(() => canonicalJson(cycle), /cycle/)
+  t.equal(canonicalJson({ ...Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i])), u: undefined }), serialize(Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i]))), 'an undefined member is left out')
+})
+
+t.test('many keys are sorted as Array.prototype.sort sorts them: by UTF-16 code units, a prefix first', async t => {
+  const key = fc.oneof(fc.string({ unit: 'binary', maxLength: 6 }), fc.string({ unit: fc.constantFrom('a', 'b', '\uE000', '\uD83D', '\uDE00'), maxLength: 8 }), fc.nat().map((n) => `k${n}`))
+  fc.assert(fc.property(fc.uniqueArray(key, { minLength: 257, maxLength: 1500 }), (keys) => {
+    const value = Object.fromEntries(keys.map((k, i) => [k, i]))
+    return canonicalJson(value) === serialize(value)
+  }), seeded(t, { numRuns: runs(100, 500) }))
+  const prefixes = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => ['x'.repeat(i % 40) + String(i % 7), i]))
+  t.equal(canonicalJson(prefixes), serialize(prefixes), 'keys that are prefixes of one another')
+})
+
 t.test('canonicalText is canonicalJson, and says plain only when JSON.stringify writes the same text', async t => {
   fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 }), fc.boolean(), (value, sorted) => {
     const v = sorted ? sortedCopy(value) : value

@@ -15,14 +15,14 @@ t.test('a tenant\'s backlog of costly validations does not hold another tenant\'
   const thread = new ValidationThread()
   t.teardown(() => thread.close())
   // Started and warm: the first validation starts the worker, which the order below should not depend on.
-  t.same(await thread.validate(1, plain, { n: 1 }, 1_000, 'warm-up'), { valid: true, value: { n: 1 } })
+  t.same(await thread.validate(1, plain, { n: 1 }, 1_000, true, 'warm-up'), { valid: true, value: { n: 1 } })
   const order: string[] = []
   const hostile = Array.from({ length: 4 }, async (_, i) => {
-    const verdict = await thread.validate(2, costly, costlyData, 20, 'tenant-a')
+    const verdict = await thread.validate(2, costly, costlyData, 20, true, 'tenant-a')
     order.push(`a${i + 1}`)
     return verdict
   })
-  const other = thread.validate(1, plain, { n: 2 }, 1_000, 'tenant-b').then((verdict) => {
+  const other = thread.validate(1, plain, { n: 2 }, 1_000, true, 'tenant-b').then((verdict) => {
     order.push('b')
     return verdict
   })
@@ -38,7 +38,7 @@ t.test('validations of one owner keep their order', async (t) => {
   t.teardown(() => thread.close())
   const order: number[] = []
   await Promise.all(Array.from({ length: 6 }, async (_, i) => {
-    await thread.validate(1, plain, { n: i }, 1_000, i % 2 === 0 ? 'x' : 'y')
+    await thread.validate(1, plain, { n: i }, 1_000, true, i % 2 === 0 ? 'x' : 'y')
     order.push(i)
   }))
   t.same(order, [0, 1, 2, 3, 4, 5], 'two owners alternating: taken alternately, each in its order')

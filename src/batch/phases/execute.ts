@@ -245,7 +245,7 @@ class Execution implements RunnerHooks {
     const args = callAt(this.#prepared.argumentTexts, call.index, 'argument text')
     const observer = this.#rt.observer
     const headers = observer.executorHeaders(callInfo)
-    const argumentsJson = args.plain ? args.text : undefined
+    const argumentsJson = args.plain ? args.text : args.json
     if (call.tool.action === null) return dispatchPlain(this.#context, call, opId, headers, argumentsJson)
     const ctx: ActionContext = { ...this.#context, store: this.#rt.deps.store, tenant: state.tenant, runCreatedAt: state.createdAt, onProjectionFailed: (problem) => observer.projectionFailed(callInfo, problem) }
     const approvedAt = state.approvals?.held[call.index]?.decision?.at

@@ -11,6 +11,7 @@ import { rejectIncomplete } from '../../formats/incomplete.js'
 import { prepareBatch } from '../../prepare/pipeline.js'
 import type { PreparationOutcome, RawCall } from '../../model/call.js'
 import { type CanonicalText, canonicalText } from '../../model/json.js'
+import { inSlices } from '../../model/slices.js'
 import { callFingerprint } from '../../repeat/loops.js'
 import type { ToolLookup } from '../../model/tool.js'
 import type { EngineDeps } from '../engine-types.js'
@@ -20,6 +21,9 @@ import { type BatchState, type Prepared, callAt } from '../state.js'
 
 /** What giving prepared calls their texts and fingerprints reads of the engine's dependencies. */
 type PreparedDeps = Pick<EngineDeps, 'clock' | 'authorizer'>
+
+/** Arguments whose canonical text is longer than this get their executor body's text written as they are prepared. */
+const LARGE_ARGUMENTS = 32 * 1024
 
 /** When batches were prepared, as ISO text. */
 const PREPARED_TIMES = new IsoTime()
@@ -54,25 +58,41 @@ export function prepareCalls (deps: EngineDeps, input: PrepareInput, identified:
 /** Calls prepared before (a batch taken up after approvals), as prepared now: their texts and fingerprints. */
 export function preparedAgain (deps: PreparedDeps, calls: readonly RawCall[], outcomes: readonly PreparationOutcome[]): Prepared {
   const texts = outcomes.map((o) => canonicalText(o.arguments ?? null))
-  return fingerprinted(deps, calls, texts, outcomes, PREPARED_TIMES.at(deps.clock.now()), 0)
+  const argumentTexts: CanonicalText[] = []
+  const fingerprints: string[] = []
+  for (let i = 0; i < outcomes.length; i++) fingerprintInto(deps, calls, texts, outcomes, i, argumentTexts, fingerprints)
+  return { outcomes, argumentTexts, fingerprints, preparedAt: PREPARED_TIMES.at(deps.clock.now()), preparationMs: 0 }
 }
 
 /**
  * One serialization of the arguments gives the fingerprint and, mostly, the
  * executor's body too: the request's own, when preparation left them as
- * they came, else the prepared ones'.
+ * they came, else the prepared ones'. Call by call in slices of the event
+ * loop (src/model/slices.ts): a promise only when they took more than one.
  */
 function fingerprinted (deps: PreparedDeps, calls: readonly RawCall[], requestTexts: readonly CanonicalText[], outcomes: readonly PreparationOutcome[],
-  preparedAt: string, preparationMs: number): Prepared {
+  preparedAt: string, preparationMs: number): Prepared | Promise<Prepared> {
   const argumentTexts: CanonicalText[] = []
   const fingerprints: string[] = []
-  for (let i = 0; i < outcomes.length; i++) {
-    const o = callAt(outcomes, i, 'outcome')
-    const text = leftAsSent(deps, o, callAt(calls, i, 'call')) ? callAt(requestTexts, i, 'argument text') : canonicalText(o.arguments ?? null)
-    argumentTexts.push(text)
-    fingerprints.push(callFingerprint(o.tool?.name ?? o.requestedName, o.tool?.ignoreArguments, o.arguments, text.text))
-  }
-  return { outcomes, argumentTexts, fingerprints, preparedAt, preparationMs }
+  const done = inSlices(outcomes, (_o, i) => fingerprintInto(deps, calls, requestTexts, outcomes, i, argumentTexts, fingerprints), textLength)
+  const prepared: Prepared = { outcomes, argumentTexts, fingerprints, preparedAt, preparationMs }
+  return done instanceof Promise ? done.then(() => prepared) : prepared
+}
+
+/** Call `i`'s canonical text and fingerprint, pushed onto `argumentTexts` and `fingerprints`; the text is answered too. */
+function fingerprintInto (deps: PreparedDeps, calls: readonly RawCall[], requestTexts: readonly CanonicalText[], outcomes: readonly PreparationOutcome[], i: number,
+  argumentTexts: CanonicalText[], fingerprints: string[]): CanonicalText {
+  const o = callAt(outcomes, i, 'outcome')
+  const text = leftAsSent(deps, o, callAt(calls, i, 'call')) ? callAt(requestTexts, i, 'argument text') : canonicalText(o.arguments ?? null)
+  // The executor's body is JSON.stringify's text: for large arguments written here, in this call's slice, not with every call of its epoch at once.
+  argumentTexts.push(text.plain || !o.ok || text.text.length < LARGE_ARGUMENTS ? text : { text: text.text, plain: false, json: JSON.stringify(o.arguments) })
+  fingerprints.push(callFingerprint(o.tool?.name ?? o.requestedName, o.tool?.ignoreArguments, o.arguments, text.text))
+  return text
+}
+
+/** The work a call's canonical text stands for, in characters (src/model/slices.ts). */
+function textLength (text: CanonicalText): number {
+  return text.text.length
 }
 
 /**
