@@ -27,9 +27,15 @@ const DESCRIPTION = {
 
 /** toolgate as an MCP server (SPEC section 16): every MCP client gets the batch route's rules. */
 export const mcpRoutes: FastifyPluginAsyncTypebox<{ gateway: McpGateway }> = async (app, { gateway }) => {
-  // CORS (src/mcp-server/cors.ts), on the raw response before the key is checked: every answer carries
-  // them, a 401 and the transport's answers (written past fastify) included. A callback hook: no promise.
+  // DNS-rebinding protection and CORS (src/mcp-server/cors.ts), before the key is checked: a refused
+  // origin is 403 with or without a key, and every other answer carries the CORS headers, a 401 and the
+  // transport's answers (written past fastify) included. A callback hook: no promise.
   app.addHook('onRequest', (req, reply, done) => {
+    const refused = req.method === 'OPTIONS' ? null : gateway.refusedOrigin(req.headers)
+    if (refused !== null) {
+      void refuse(reply, refused)
+      return
+    }
     const headers = gateway.cors(req.headers)
     for (const name in headers) reply.raw.setHeader(name, headers[name]!)
     done()

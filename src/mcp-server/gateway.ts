@@ -99,7 +99,11 @@ export class McpGateway {
       // Answers are matched to requests by id alone (request-ids.ts): an id in flight is refused before the transport maps it to this request.
       const ids = requestIdsOf(r.body)
       const taken = session.requests.taken(ids)
-      if (taken !== undefined) return refusal(400, `Invalid Request: the id ${idText(taken)} is already in use by a request in flight in this session; send the request under another id.`, -32600)
+      if (taken !== undefined) {
+        return refusal(400, session.requests.inFlight(taken)
+          ? `Invalid Request: the id ${idText(taken)} is already in use by a request in flight in this session; send the request under another id.`
+          : `Invalid Request: the id ${idText(taken)} is given to more than one request of this batch; give each request an id of its own.`, -32600)
+      }
       const release = session.requests.hold(ids)
       try {
         if (session.lean(r.raw, r.res, r.body, r.hijack)) return null
@@ -125,6 +129,12 @@ export class McpGateway {
   /** The CORS headers of every answer to this request (cors.ts): none but `Vary` unless its origin may use the endpoint. */
   cors (headers: IncomingHttpHeaders): Readonly<Record<string, string>> {
     return corsHeaders({ origin: headers.origin, host: headers.host }, this.#o.origins)
+  }
+
+  /** The 403 of a request whose origin (or host) the DNS-rebinding rule refuses, before its key is looked at; null when it may go on. */
+  refusedOrigin (headers: IncomingHttpHeaders): Refusal | null {
+    const refused = refusedOrigin({ origin: headers.origin, host: headers.host }, this.#o.origins)
+    return refused === null ? null : refusal(403, refused)
   }
 
   /** Answers a CORS preflight (`OPTIONS`): an origin the DNS-rebinding rule refuses is refused here too. */
@@ -176,6 +186,7 @@ export class McpGateway {
         approvalTtlMs: this.#o.approvalTtlMs,
         onNotification: (method) => this.#requests.inc({ method: methodLabel(method), outcome: 'notification' }),
         onAnswer: (method, answer) => this.#requests.inc({ method: methodLabel(method), outcome: outcomeOf(answer) }),
+        onCancelled: (method) => this.#requests.inc({ method: methodLabel(method), outcome: 'cancelled' }),
         onInitialized: (s) => this.#added(s),
         onClosed: (s) => { void this.#closed(s) }
       },

@@ -18,6 +18,11 @@ export class RequestIds {
   // Keyed by the id itself: JSON-RPC's 1 and "1" are different ids, and a Map keeps them apart.
   readonly #held = new Map<RequestId, Held>()
 
+  /** Whether a request with this id is in flight. */
+  inFlight (id: RequestId): boolean {
+    return this.#held.has(id)
+  }
+
   /** The first of `ids` that is in flight already or repeated among them; undefined when there is none. */
   taken (ids: readonly RequestId[]): RequestId | undefined {
     const seen = new Set<RequestId>()

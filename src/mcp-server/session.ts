@@ -6,7 +6,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { CallToolRequestSchema, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, type LoggingLevel, McpError, type Notification as McpNotification, type Request as McpRequest, SetLevelRequestSchema, type JSONRPCMessage, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolRequestSchema, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, type LoggingLevel, McpError, type Notification as McpNotification, PingRequestSchema, type Request as McpRequest, SetLevelRequestSchema, type JSONRPCMessage, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
 import type { RunService } from '../runs/service.js'
 import type { ToolRegistry } from '../tools/registry.js'
@@ -58,6 +58,8 @@ export interface SessionDeps {
   onNotification: (method: string) => void
   /** Told of each answer to a request of the client, with the request's method, for the request metrics. */
   onAnswer: (method: string, answer: JSONRPCMessage) => void
+  /** Told each request the client cancelled and that got no answer, by method. */
+  onCancelled: (method: string) => void
   onInitialized: (session: McpSession) => void
   onClosed: (session: McpSession) => void
 }
@@ -113,17 +115,20 @@ export class McpSession {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions: 'toolgate runs these tools under its safety rules: conflicting writes never overlap, a write whose outcome is unknown is never repeated blindly, loops are stopped, and some calls wait for a person to approve them.'
     })
-    this.server.setRequestHandler(SetLevelRequestSchema, async (request) => {
+    // Every request's id is freed when the client cancels it, which the SDK answers with nothing:
+    // ping's handler, the SDK's own, is set again for that.
+    this.server.setRequestHandler(PingRequestSchema, this.#freedWhenCancelled(async () => ({})))
+    this.server.setRequestHandler(SetLevelRequestSchema, this.#freedWhenCancelled(async (request) => {
       this.#logLevel = request.params.level
       return {}
-    })
-    this.server.setRequestHandler(ListToolsRequestSchema, async () => {
+    }))
+    this.server.setRequestHandler(ListToolsRequestSchema, this.#freedWhenCancelled(async () => {
       const offered = await this.#offered().catch((err: unknown) => {
         if (err instanceof ProblemError && err.code === 'run_not_found') throw new McpError(ErrorCode.InvalidRequest, `The run of this session (${owner.runId}) has ended and is gone: open a new session.`)
         throw err
       })
       return { tools: offered.tools.map(({ name, tool }) => describe(name, tool)) }
-    })
+    }))
     this.server.setRequestHandler(CallToolRequestSchema, this.#freedWhenCancelled(async (request, extra) => {
       const { name } = request.params
       // Its place among the run's calls is taken as it arrives, before anything is awaited.
@@ -218,7 +223,10 @@ export class McpSession {
     this.transport.onmessage = (message, extra) => {
       if ('method' in message) {
         if ('id' in message) this.requests.dispatched(message.id, message.method)
-        else this.#deps.onNotification(message.method)
+        else {
+          this.#deps.onNotification(message.method)
+          if (message.method === 'notifications/cancelled') this.#cancelFalsyId(message.params)
+        }
       }
       const invalid = invalidParams(message)
       if (invalid !== null && 'id' in message) {
@@ -298,11 +306,25 @@ export class McpSession {
         return await handler(request, extra)
       } finally {
         if (extra.signal.aborted) {
-          this.requests.answered(extra.requestId)
+          const method = this.requests.answered(extra.requestId)
+          if (method !== undefined) this.#deps.onCancelled(method)
           this.#lean.drop(extra.requestId)
         }
       }
     }
+  }
+
+  /**
+   * The SDK ignores the cancellation of a request whose id is 0 or "" (it
+   * tests the id for truth), so such a call would run on, though both are
+   * ids JSON-RPC allows: toolgate aborts its handler itself, as the SDK
+   * does for any other id, through the SDK's own map of handlers in flight.
+   */
+  #cancelFalsyId (params: unknown): void {
+    const { requestId, reason } = (params ?? {}) as { requestId?: unknown, reason?: unknown }
+    if (requestId !== 0 && requestId !== '') return
+    const inFlight = (this.server as unknown as { _requestHandlerAbortControllers?: Map<unknown, AbortController> })._requestHandlerAbortControllers
+    inFlight?.get(requestId)?.abort(reason)
   }
 
   /** The run's tools as this session's key may see them, each under its model-safe name, and the run's options. */

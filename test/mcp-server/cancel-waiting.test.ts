@@ -142,6 +142,24 @@ for (const store of ['memory', 'redis'] as const) {
       t.equal(free.status, 200, 'the run is free for the batch route once its calls are answered')
     })
 
+    t.test('a call cancelled once it has started settles on its own, and its turn counts as completed, not cancelled', async (t) => {
+      const { client, runId } = await boundSession(t, s, AUTH)
+      const completedBefore = await metric(s, 'toolgate_batches_total', { outcome: 'completed' })
+      const cancelledBefore = await metric(s, 'toolgate_batches_total', { outcome: 'cancelled' })
+      const gate = gateCalls(s.ex, 'scan')
+      const abort = new AbortController()
+      const running = client.callTool({ name: 'scan', arguments: { x: 1 } }, undefined, { signal: abort.signal })
+      await until(() => gate.running() === 1)
+      abort.abort('the user pressed stop')
+      await t.rejects(running, 'the client stopped waiting')
+      await settle()
+      gate.release()
+      const finished = await withStatus(s, runId, 'ok')
+      t.same(finished.map((b) => b.statuses), [{ ok: 1 }], 'the call ran to its end')
+      t.equal(await metric(s, 'toolgate_batches_total', { outcome: 'completed' }), completedBefore + 1)
+      t.equal(await metric(s, 'toolgate_batches_total', { outcome: 'cancelled' }), cancelledBefore, 'no batch counted cancelled')
+    })
+
     t.test('a call cancelled while a batch of the batch route holds the run is recorded cancelled; the batch is answered as ever', async (t) => {
       const { client, runId } = await boundSession(t, s, AUTH)
       const gate = gateCalls(s.ex, 'scan')

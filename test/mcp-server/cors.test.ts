@@ -66,8 +66,8 @@ t.test('the answers to an allowed origin carry its origin and the headers a page
   await noKey.text()
 })
 
-t.test('a disallowed origin keeps its 403, preflight included, and gets no CORS header', async (t) => {
-  for (const res of [await preflight('/mcp', 'https://evil.example'), await post('https://evil.example', INITIALIZE)]) {
+t.test('a disallowed origin keeps its 403, preflight included, with a key or without, and gets no CORS header', async (t) => {
+  for (const res of [await preflight('/mcp', 'https://evil.example'), await post('https://evil.example', INITIALIZE), await post('https://evil.example', INITIALIZE, { authorization: '' })]) {
     t.equal(res.status, 403)
     t.equal(res.headers.get('access-control-allow-origin'), null)
     t.equal(res.headers.get('access-control-expose-headers'), null)

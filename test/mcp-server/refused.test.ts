@@ -75,3 +75,21 @@ t.test("a client's own method name never becomes a label", async (t) => {
   t.equal(await counted('other'), before + 1)
   t.notOk((await get(app, '/metrics')).body.includes(CUSTOM_METHOD))
 })
+
+t.test('a request the client cancels, which gets no answer, is counted cancelled', async (t) => {
+  const session = await open()
+  const before = await counted('tools/list', 'cancelled')
+  const both = JSON.stringify([{ jsonrpc: '2.0', id: 'l1', method: 'tools/list' }, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'l1' } }])
+  // The SDK's stream of a batch waits for every answer, and the cancelled request has none: the client lets go of it.
+  const stop = new AbortController()
+  const sent = fetch(`${base}/mcp`, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': session }, body: both, signal: stop.signal }).then(async (res) => { await res.text() }).catch(() => {})
+  let now = before
+  for (let i = 0; i < 100 && now === before; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    now = await counted('tools/list', 'cancelled')
+  }
+  t.equal(now, before + 1)
+  t.equal(await counted('tools/list', 'ok'), 0, 'and not answered')
+  stop.abort()
+  await sent
+})

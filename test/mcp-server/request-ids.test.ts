@@ -14,6 +14,7 @@ const { app } = await buildTestApp(t, {
   tools: [
     tool('slow', executor.url, { readOnly: true }),
     tool('fast', executor.url, { readOnly: true }),
+    tool('barrier', executor.url),
     tool('held', executor.url, { readOnly: true, requiresApproval: true })
   ]
 })
@@ -101,7 +102,7 @@ t.test('a batch holding an id in flight, or one id twice, is refused whole and n
   const [answer] = await answersOf(await first)
   t.match(answer!.result!.content[0]!.text, /the slow answer/)
   t.match(await answersOf(inFlight), [{ error: { code: -32600, message: /the id "c-7" is already in use/ } }])
-  t.match(await answersOf(twice), [{ error: { code: -32600, message: /the id 71 is already in use/ } }])
+  t.match(await answersOf(twice), [{ error: { code: -32600, message: /the id 71 is given to more than one request of this batch/ } }])
   t.equal(callsOf('fast'), fastBefore, 'nothing of either batch ran')
   const batch = await answersOf(await post([request(70), request(71)], session))
   t.same(batch.map((a) => a.id).sort(), [70, 71], 'their ids were never held: a batch with them runs')
@@ -130,6 +131,47 @@ t.test('a cancelled call gets no answer, and its id is free again once its handl
   const [answer] = await answersOf(await call(session, 9, 'fast'))
   t.equal(answer!.id, 9)
   t.match(answer!.result!.content[0]!.text, /the fast answer/)
+})
+
+t.test('a cancelled tools/list or ping gets no answer, and its id is free again', async (t) => {
+  const session = await open()
+  for (const [id, method] of [[7, 'tools/list'], ['p', 'ping']] as const) {
+    // In one batch: the SDK starts the request's handler, then reads the cancellation before the handler is done.
+    // The SDK's stream of a batch waits for every answer, and the cancelled request has none: the client lets go of it.
+    const stop = new AbortController()
+    const both = fetch(`${base}/mcp`, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': session }, body: JSON.stringify([{ jsonrpc: '2.0', id, method }, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }]), signal: stop.signal })
+      .then(async (res) => await res.text()).catch(() => 'let go')
+    let answer: Awaited<ReturnType<typeof answersOf>>[number] | undefined
+    // The id is freed once the handler is done: a few turns of the event loop.
+    for (let i = 0; i < 100 && answer?.error === undefined && answer?.id !== id; i++) {
+      const again = await answersOf(await post({ jsonrpc: '2.0', id, method: 'ping' }, session))
+      answer = again[0]
+      if (answer?.error !== undefined) { answer = undefined; await sleep(10) }
+    }
+    t.equal(answer?.id, id, `the id of the cancelled ${method} is free again: a ping under it is answered`)
+    stop.abort()
+    t.notMatch(await both, /"result"/, `no answer for the cancelled ${method}`)
+  }
+})
+
+t.test('a cancellation of id 0 or "" is honoured: the waiting call never runs', async (t) => {
+  const session = await open()
+  for (const id of [0, '']) {
+    const gate = holdCalls(executor, 'slow', { content: 'the slow answer' })
+    const first = call(session, `before-${String(id)}`, 'slow')
+    await gate.started
+    // A barrier: held until the call in flight has settled.
+    const waiting = post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'barrier', arguments: {} } }, session).then(async (res) => res.text())
+    await sleep(100)
+    const barriersBefore = callsOf('barrier')
+    await (await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }, session)).text()
+    gate.release()
+    await (await first).text()
+    const text = await Promise.race([waiting, sleep(5000).then(() => 'still open after 5 s')])
+    t.notMatch(text, /"result"/, `no answer for the cancelled call of id ${JSON.stringify(id)}`)
+    await sleep(100)
+    t.equal(callsOf('barrier'), barriersBefore, `the call of id ${JSON.stringify(id)} was never sent`)
+  }
 })
 
 t.test('the ids a session holds: taken, held, dispatched, answered, released', async (t) => {

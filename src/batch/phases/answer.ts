@@ -69,7 +69,9 @@ export async function answer (state: BatchState, rt: BatchRuntime, ready: Ready)
   if (closing === undefined) responseJson = respond(state, rt, { closing: GONE })
   const left = closing ?? GONE
   rt.deps.onStats?.(stats)
-  const outcome: BatchOutcome = closed ? 'closed' : left.state === 'terminated' ? 'terminated' : reason !== null ? 'cancelled' : 'completed'
+  // Cancelled: stopped before every call ran. A stop that came once every call had started (an MCP
+  // client's cancel of a call under way, which settles on its own) leaves the batch completed.
+  const outcome: BatchOutcome = closed ? 'closed' : left.state === 'terminated' ? 'terminated' : reason !== null && results.some((r) => r.status === 'cancelled') ? 'cancelled' : 'completed'
   observer.batchCompleted(outcome, wallMs)
   // Not stored: the lease passed to another replica, whose answer is the batch's answer once it has one.
   // Never a later incarnation's answer of the same batch id: that run is not this batch's.
