@@ -37,6 +37,7 @@ const AFTER_LOOPS = {
   maxRuns: { env: 'TOOLGATE_MAX_RUNS', default: 100000, help: 'Most runs held at once; ended runs are evicted first, then the least recently used idle ones.', spec: int(1, 100_000_000) },
   receiptRetentionSeconds: { env: 'TOOLGATE_RECEIPT_RETENTION_SECONDS', default: 86400, help: 'Receipts are kept at least this long after their run.', spec: int(0, 365 * 24 * 3600) },
   maxReceipts: { env: 'TOOLGATE_MAX_RECEIPTS', default: 1_000_000, help: 'Bound on receipts held in memory; the oldest of runs that are gone and past retention go first.', spec: int(1, 100_000_000) },
+  maxReceiptBytes: { env: 'TOOLGATE_MAX_RECEIPT_BYTES', default: 128 * 1024 * 1024, help: 'Bound on the bytes of receipts held in memory (their JSON text; the heap they take is about twice that); over it the tenant holding the most gives up its oldest receipts first.', spec: int(1024, 2 ** 40) },
   maxExecutorResponseBytes: { env: 'TOOLGATE_MAX_EXECUTOR_RESPONSE_BYTES', default: MiB, help: 'Executor answers larger than this are not read whole (a write becomes uncertain).', spec: int(1, 1024 * MiB) },
   mcpMaxTools: { env: 'TOOLGATE_MCP_MAX_TOOLS', default: 1000, help: 'Most tools imported from one MCP server; the rest are reported in its lastError.', spec: int(1, 100_000) },
   bodyLimitBytes: { env: 'TOOLGATE_BODY_LIMIT_BYTES', default: MiB, help: 'Largest request body accepted.', spec: int(1, 1024 * MiB) },

@@ -9,6 +9,13 @@ export interface MemoryJournalOptions {
   receiptRetentionMs: number
   /** Most receipts held. */
   maxReceipts: number
+  /**
+   * Most bytes of receipts held, counted as their JSON text. Over it, the
+   * tenant holding the most gives up its oldest first, so a tenant of large
+   * receipts makes room from its own.
+   * @default DEFAULT_MAX_RECEIPT_BYTES
+   */
+  maxReceiptBytes?: number
   now: () => number
   /** Whether a run is held: a receipt of a run that is not starts its retention at once. */
   runHeld: (runId: string) => boolean
@@ -21,7 +28,20 @@ interface HeldReceipt extends StoredReceipt {
   orphanedAt: number | null
   /** the token of the dispatch whose pending receipt this is, or null once final */
   pending: string | null
+  /** the receipt's size as JSON text */
+  bytes: number
 }
+
+/** The default of `maxReceiptBytes`: 128 MiB of JSON text, about twice that of heap. */
+export const DEFAULT_MAX_RECEIPT_BYTES = 128 * 1024 * 1024
+
+/** A receipt's size as the journal counts it: its JSON text. */
+function sizeOf (receipt: Receipt): number {
+  return JSON.stringify(receipt).length
+}
+
+/** What one tenant holds: its bytes, and its receipts' operation ids in the order they came. */
+interface TenantShare { bytes: number, ids: Set<string> }
 
 /**
  * The receipts journal in one process. Its retention follows the runs of the
@@ -30,10 +50,19 @@ interface HeldReceipt extends StoredReceipt {
 export class MemoryReceiptJournal implements ReceiptJournal {
   readonly #receipts = new Map<string, HeldReceipt>()
   readonly #byRun = new Map<string, string[]>()
+  readonly #byTenant = new Map<string, TenantShare>()
   readonly #opts: MemoryJournalOptions
+  readonly #maxBytes: number
+  #bytes = 0
 
   constructor (opts: MemoryJournalOptions) {
     this.#opts = opts
+    this.#maxBytes = opts.maxReceiptBytes ?? DEFAULT_MAX_RECEIPT_BYTES
+  }
+
+  /** Bytes of receipts held (their JSON text). */
+  get bytes (): number {
+    return this.#bytes
   }
 
   async putReceipt (receipt: Receipt, tenant: string, pending?: string, runCreatedAt?: number): Promise<Receipt> {
@@ -43,15 +72,15 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     // A late write of an earlier incarnation of the run id: kept by operation id, out of the later run's journal.
     const foreign = current !== undefined && current !== incarnationKey({ tenant, createdAt: runCreatedAt! })
     const held = !foreign && this.#opts.runHeld(receipt.runId)
-    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: held ? null : this.#opts.now(), pending: pending ?? null })
-    if (foreign) {
-      if (this.#receipts.size > this.#opts.maxReceipts) this.#evict()
-      return receipt
+    const bytes = sizeOf(receipt)
+    this.#receipts.set(receipt.operationId, { receipt, tenant, orphanedAt: held ? null : this.#opts.now(), pending: pending ?? null, bytes })
+    this.#count(tenant, receipt.operationId, bytes)
+    if (!foreign) {
+      let ids = this.#byRun.get(receipt.runId)
+      if (ids === undefined) this.#byRun.set(receipt.runId, (ids = []))
+      ids.push(receipt.operationId)
     }
-    let ids = this.#byRun.get(receipt.runId)
-    if (ids === undefined) this.#byRun.set(receipt.runId, (ids = []))
-    ids.push(receipt.operationId)
-    if (this.#receipts.size > this.#opts.maxReceipts) this.#evict()
+    this.#bound(receipt.operationId)
     return receipt
   }
 
@@ -59,8 +88,9 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     const held = this.#receipts.get(receipt.operationId)
     if (held === undefined || held.pending !== pending || this.#expired(held)) return false
     // In place: the map's order, the journal entry and the retention clock stay the pending one's.
-    held.receipt = receipt
+    this.#resize(held, receipt)
     held.pending = null
+    this.#bound(receipt.operationId)
     return true
   }
 
@@ -88,8 +118,9 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     if (held === undefined) return undefined
     const next = fn(held.receipt)
     if (next === undefined) return held.receipt
-    held.receipt = next
+    this.#resize(held, next)
     held.pending = null
+    this.#bound(operationId)
     return next
   }
 
@@ -126,12 +157,67 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     const stored = this.#receipts.get(operationId)
     if (stored === undefined) return
     this.#receipts.delete(operationId)
+    this.#bytes -= stored.bytes
+    const share = this.#byTenant.get(stored.tenant)
+    if (share !== undefined) {
+      share.bytes -= stored.bytes
+      share.ids.delete(operationId)
+      if (share.ids.size === 0) this.#byTenant.delete(stored.tenant)
+    }
     const ids = this.#byRun.get(stored.receipt.runId)
     if (ids === undefined) return
     // Absent when the list is a later run's of the same id (see restart).
     const i = ids.indexOf(operationId)
     if (i >= 0) ids.splice(i, 1)
     if (ids.length === 0) this.#byRun.delete(stored.receipt.runId)
+  }
+
+  #count (tenant: string, operationId: string, bytes: number): void {
+    let share = this.#byTenant.get(tenant)
+    if (share === undefined) this.#byTenant.set(tenant, (share = { bytes: 0, ids: new Set() }))
+    share.bytes += bytes
+    share.ids.add(operationId)
+    this.#bytes += bytes
+  }
+
+  /** A held receipt replaced by `next`: its bytes counted again. */
+  #resize (held: HeldReceipt, next: Receipt): void {
+    const bytes = sizeOf(next)
+    const share = this.#byTenant.get(held.tenant)
+    if (share !== undefined) share.bytes += bytes - held.bytes
+    this.#bytes += bytes - held.bytes
+    held.bytes = bytes
+    held.receipt = next
+  }
+
+  /** Both bounds kept, `keep` (the receipt just written) given up last. */
+  #bound (keep: string): void {
+    if (this.#receipts.size > this.#opts.maxReceipts) this.#evict()
+    if (this.#bytes > this.#maxBytes) this.#evictBytes(keep)
+  }
+
+  /**
+   * Over the bytes: the tenant holding the most gives up its oldest receipt,
+   * again until the journal fits, so a tenant of large receipts makes room
+   * from its own before any other loses one. A receipt larger than the
+   * whole bound stays until the next one comes: the one just written is the
+   * last to go.
+   */
+  #evictBytes (keep: string): void {
+    while (this.#bytes > this.#maxBytes) {
+      let largest: TenantShare | undefined
+      for (const share of this.#byTenant.values()) if (largest === undefined || share.bytes > largest.bytes) largest = share
+      if (largest === undefined) return
+      const victim = this.#oldestOf(largest, keep)
+      if (victim === undefined) return
+      this.#drop(victim)
+    }
+  }
+
+  /** The tenant's oldest receipt, never `keep`. */
+  #oldestOf (share: TenantShare, keep: string): string | undefined {
+    for (const id of share.ids) if (id !== keep) return id
+    return undefined
   }
 
   /** Over the bound: receipts of runs that are gone go first, oldest first; then the oldest of all. */

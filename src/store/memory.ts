@@ -27,6 +27,8 @@ export interface MemoryStoreOptions {
   receiptRetentionMs: number
   /** Most receipts held. */
   maxReceipts: number
+  /** Most bytes of receipts held (their JSON text); over it the tenant holding the most gives up its oldest. @default DEFAULT_MAX_RECEIPT_BYTES */
+  maxReceiptBytes?: number
   /** Reads the time of runs' use and expiry, receipts' retention and locks, and runs the sweep. @default systemClock */
   clock?: Clock
   /** How often expired runs and receipts are swept; 0 sweeps only on access. */
