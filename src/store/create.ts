@@ -23,7 +23,7 @@ export function createStore (config: Config, logger?: Pick<Logger, 'warn' | 'inf
     receiptRetentionMs: config.receiptRetentionSeconds * 1000
   }
   const timed = clock === undefined ? {} : { clock }
-  if (config.store === 'memory') return new MemoryStore({ ...bounds, maxReceipts: config.maxReceipts, maxReceiptBytes: config.maxReceiptBytes, ...timed })
+  if (config.store === 'memory') return new MemoryStore({ ...bounds, maxReceipts: config.maxReceipts, maxReceiptBytes: config.maxReceiptBytes, maxAnswerBytes: config.maxAnswerBytes, ...timed })
   return new RedisStore({ url: config.store, ...bounds, ...timed, ...(logger === undefined ? {} : { logger }) })
 }
 

@@ -10,6 +10,11 @@ import { type BatchEntry, type BatchRecord, type BatchSummary, batchEntry } from
 export class MemoryBatchAnswers implements BatchAnswers {
   /** Made with the run's first batch, so an idle run holds none. */
   readonly #byRun = new Map<string, Map<string, HeldBatch>>()
+  /** Bytes of answers each run holds, and whose run it is. */
+  readonly #bytesOfRun = new Map<string, { tenant: string, bytes: number }>()
+  /** Bytes of answers each tenant's runs hold. */
+  readonly #bytesOfTenant = new Map<string, number>()
+  #bytes = 0
   /** Drops the run if it expired, as every read of the run state does first. */
   readonly #expire: (runId: string) => void
 
@@ -48,12 +53,32 @@ export class MemoryBatchAnswers implements BatchAnswers {
     this.#ofRun(runId).set(batchId, new HeldBatch(requestHash))
   }
 
-  /** Stores a finished batch's answer under its batch id. */
-  store (runId: string, record: BatchRecord): void {
+  /** Bytes of answers held, of every run. */
+  get bytes (): number {
+    return this.#bytes
+  }
+
+  /** The tenant whose runs hold the most bytes of answers. */
+  largestTenant (): string | undefined {
+    let largest: string | undefined
+    let most = -1
+    for (const [tenant, bytes] of this.#bytesOfTenant) {
+      if (bytes > most) {
+        largest = tenant
+        most = bytes
+      }
+    }
+    return largest
+  }
+
+  /** Stores a finished batch's answer under its batch id (the run is `tenant`'s). */
+  store (runId: string, record: BatchRecord, tenant: string): void {
     const batches = this.#ofRun(runId)
     let held = batches.get(record.batchId)
     if (held === undefined || held.requestHash !== record.requestHash) batches.set(record.batchId, (held = new HeldBatch(record.requestHash)))
+    const before = held.answer?.length ?? 0
     held.answer = Buffer.from(record.responseJson)
+    this.#count(runId, tenant, held.answer.length - before)
     held.completedAt = record.completedAt
     held.summary = record.summary ?? null
   }
@@ -61,6 +86,19 @@ export class MemoryBatchAnswers implements BatchAnswers {
   /** Frees a run's batch ids and answers. */
   drop (runId: string): void {
     this.#byRun.delete(runId)
+    const held = this.#bytesOfRun.get(runId)
+    if (held !== undefined) this.#count(runId, held.tenant, -held.bytes)
+  }
+
+  #count (runId: string, tenant: string, by: number): void {
+    const run = this.#bytesOfRun.get(runId) ?? { tenant, bytes: 0 }
+    run.bytes += by
+    if (run.bytes > 0) this.#bytesOfRun.set(runId, run)
+    else this.#bytesOfRun.delete(runId)
+    const ofTenant = (this.#bytesOfTenant.get(run.tenant) ?? 0) + by
+    if (ofTenant > 0) this.#bytesOfTenant.set(run.tenant, ofTenant)
+    else this.#bytesOfTenant.delete(run.tenant)
+    this.#bytes += by
   }
 
   /** A run's map, made when the run first needs it. */

@@ -10,6 +10,12 @@ export interface MemoryRunOptions {
   runTtlMs: number
   /** Most runs held; see `createRun` for who is evicted. */
   maxRuns: number
+  /**
+   * Most bytes of batch answers held (kept for resends, as long as their
+   * run); over it the tenant whose runs hold the most gives up runs, its
+   * ended ones first, then its least recently used idle ones. @default no bound
+   */
+  maxAnswerBytes?: number
   /** Most runs one tenant holds; `createRun` refuses one more (TenantRunsQuotaError). @default no bound */
   maxRunsPerTenant?: number
   /** Most runs of one tenant with a waiting batch; an update making one more wait is refused (TenantWaitingQuotaError). @default no bound */
@@ -116,7 +122,8 @@ export class MemoryRunState implements RunStateStore {
       return held
     })
     if (!done.found || !done.value || record === undefined) return false
-    this.answers.store(runId, record)
+    this.answers.store(runId, record, completed!.tenant)
+    this.#boundAnswers(runId)
     const answered = shared === undefined || shared.release ? null : shared.answeredWrites
     for (const listener of this.#completed) listener(completed!, answered)
     return true
@@ -129,7 +136,8 @@ export class MemoryRunState implements RunStateStore {
     })
     if (!done.found || record === undefined) return false
     // The id and its answer together, in the update's synchronous step; no lease is released, no write-ahead record answered.
-    this.answers.store(runId, { ...record, batchId })
+    this.answers.store(runId, { ...record, batchId }, this.#runs.get(runId)!.tenant)
+    this.#boundAnswers(runId)
     return true
   }
 
@@ -245,6 +253,30 @@ export class MemoryRunState implements RunStateStore {
       this.#remove(runId)
       return
     }
+  }
+
+  /**
+   * Over the bound on answers' bytes: the tenant whose runs hold the most
+   * gives up runs, its ended ones first, then its least recently used, never
+   * one with a batch in flight nor `keep` (the run just answered), until the
+   * answers fit or it has none left to give.
+   */
+  #boundAnswers (keep: string): void {
+    const max = this.#opts.maxAnswerBytes
+    while (max !== undefined && this.answers.bytes > max) {
+      const tenant = this.answers.largestTenant()
+      const victim = tenant === undefined ? undefined : this.#evictableOf(tenant, keep)
+      if (victim === undefined) return
+      this.#remove(victim)
+    }
+  }
+
+  #evictableOf (tenant: string, keep: string): string | undefined {
+    // Not one a person is deciding on (a waiting batch), whose answer is still to come.
+    const evictable = (runId: string, run: RunRecord | undefined): boolean => runId !== keep && run?.tenant === tenant && run.inFlight === null && run.waiting == null
+    for (const runId of this.#ended) if (evictable(runId, this.#runs.get(runId))) return runId
+    for (const [runId, run] of this.#runs) if (evictable(runId, run)) return runId
+    return undefined
   }
 
   #evictOne (): void {

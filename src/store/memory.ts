@@ -29,6 +29,8 @@ export interface MemoryStoreOptions {
   maxReceipts: number
   /** Most bytes of receipts held (their JSON text); over it the tenant holding the most gives up its oldest. @default DEFAULT_MAX_RECEIPT_BYTES */
   maxReceiptBytes?: number
+  /** Most bytes of batch answers held for resends; over it the tenant holding the most gives up runs (MemoryRunOptions). @default no bound */
+  maxAnswerBytes?: number
   /** Reads the time of runs' use and expiry, receipts' retention and locks, and runs the sweep. @default systemClock */
   clock?: Clock
   /** How often expired runs and receipts are swept; 0 sweeps only on access. */
