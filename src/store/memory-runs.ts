@@ -257,9 +257,11 @@ export class MemoryRunState implements RunStateStore {
 
   /**
    * Over the bound on answers' bytes: the tenant whose runs hold the most
-   * gives up runs, its ended ones first, then its least recently used, never
-   * one with a batch in flight nor `keep` (the run just answered), until the
-   * answers fit or it has none left to give.
+   * gives up runs, its ended ones first, then its least recently used idle
+   * ones, `keep` (the run just answered) last, never one with a batch in
+   * flight or waiting for a decision, until the answers fit or it has none
+   * left to give. A run that holds more than the bound by itself is given
+   * up once it is idle, as the run just answered.
    */
   #boundAnswers (keep: string): void {
     const max = this.#opts.maxAnswerBytes
@@ -276,7 +278,8 @@ export class MemoryRunState implements RunStateStore {
     const evictable = (runId: string, run: RunRecord | undefined): boolean => runId !== keep && run?.tenant === tenant && run.inFlight === null && run.waiting == null
     for (const runId of this.#ended) if (evictable(runId, this.#runs.get(runId))) return runId
     for (const [runId, run] of this.#runs) if (evictable(runId, run)) return runId
-    return undefined
+    const last = this.#runs.get(keep)
+    return last?.tenant === tenant && last.inFlight === null && last.waiting == null ? keep : undefined
   }
 
   #evictOne (): void {
