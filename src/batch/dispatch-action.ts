@@ -22,7 +22,6 @@ const PROJECTION_FAILED_CONTENT = '{"error":"projection_failed"}'
 
 export interface ActionContext extends DispatchContext {
   store: Store
-  tenant: string
   /** The creation time of the run the batch runs in: with the tenant, its incarnation, which every receipt it writes carries (SPEC section 19). */
   runCreatedAt: number
   onProjectionFailed?: (problem: string) => void

@@ -7,6 +7,8 @@ import { type PlainOutcome, interpretAnswer } from './interpret.js'
 export interface DispatchContext {
   runId: string
   batchId: string
+  /** The run's tenant: whose turn an executor's own bounded work (an MCP answer's check) takes. */
+  tenant: string
   /** The executor of tools that name none of their own: toolgate's HTTP executor protocol. */
   http: Executor
   /** Told each progress report of a call's executor (an MCP server's), numbers only: the batch's `call.progress` event. */
@@ -39,7 +41,7 @@ function send (ctx: DispatchContext, call: PreparedCall, operationId: string,
   const progress = ctx.onProgress
   // Only a tool's own executor (an MCP server's) reports progress: the HTTP executor's calls make no listener.
   const onProgress = progress === undefined || call.tool.executor.via === undefined ? undefined : (update: { progress: number, total?: number | undefined }): void => { progress(call, update) }
-  return executor.send({ runId: ctx.runId, batchId: ctx.batchId, call, operationId, trace, argumentsJson, onProgress })
+  return executor.send({ runId: ctx.runId, batchId: ctx.batchId, tenant: ctx.tenant, call, operationId, trace, argumentsJson, onProgress })
 }
 
 /** Tells `onAnswer` an answer; telemetry never changes what a call does. */

@@ -60,6 +60,8 @@ export interface SendOptions {
   /** The run and batch the call is part of (a single call arriving alone is a batch of its own). */
   readonly runId: string
   readonly batchId: string
+  /** The run's tenant, when the call is part of one (recovery's status checks are not). */
+  readonly tenant?: string | undefined
   readonly call: ExecutorCall
   /** The call's operation id: the executor's idempotency key. */
   readonly operationId: string

@@ -4,7 +4,8 @@ import type { Elicitations } from '../approvals/elicitations.js'
 import type { CallHooks, McpConnection } from './connection.js'
 
 /** Whether a result's structuredContent matches the tool's outputSchema; a promise when the check ran on the validation thread (a large answer). */
-export type OutputCheck = (structured: unknown) => boolean | Promise<boolean>
+/** Checks an answer's structuredContent against the tool's outputSchema; `owner` (the calling tenant) takes its turn if the check goes to the validation thread. */
+export type OutputCheck = (structured: unknown, owner?: string) => boolean | Promise<boolean>
 import { type ClientSpanShape, settleAnswer, withClientSpan } from '../telemetry/client-spans.js'
 
 /**
@@ -52,7 +53,7 @@ export class McpToolExecutor implements Executor {
       ? await this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, undefined, hooks)
       : await withClientSpan(trace, () => this.#shape(),
         (headers) => this.#connection.call(this.#remoteName, call.arguments, operationId, call.tool.executor.timeoutMs, headers, hooks), settleAnswer)
-    return await this.#checked(answer)
+    return await this.#checked(answer, opts.tenant)
   }
 
   /**
@@ -61,10 +62,10 @@ export class McpToolExecutor implements Executor {
    * done its work, but what it answered cannot be trusted (a read is an
    * error, a write uncertain).
    */
-  async #checked (answer: ExecutorAnswer): Promise<ExecutorAnswer> {
+  async #checked (answer: ExecutorAnswer, owner: string | undefined): Promise<ExecutorAnswer> {
     if (this.#output === undefined || answer.kind !== 'tool_result' || answer.result.isError === true) return answer
     const structured = answer.result.structuredContent
-    if (structured !== undefined && await this.#output(structured)) return answer
+    if (structured !== undefined && await this.#output(structured, owner)) return answer
     return { kind: 'unknown', code: 'invalid_output' }
   }
 

@@ -439,15 +439,16 @@ export class McpServers {
    * same dialect, pattern and cost limits), so that checking an answer is
    * bounded as checking arguments is; throws InvalidToolError naming the
    * outputSchema's problems. A check that goes to the validation thread
-   * waits its turn there as the server's (`mcp:<server>`), not a tenant's: a
-   * server's costly answers hold only its own.
+   * waits its turn there as the calling tenant's, so one tenant's backlog of
+   * large answers from a server does not hold another tenant's calls to it;
+   * a check with no tenant (none today) as the server's.
    */
   #outputCheck (schema: Record<string, unknown>, server: string): OutputCheck {
-    const owner = `mcp:${server}`
+    const serverOwner = `mcp:${server}`
     try {
       const probe = this.#opts.tools.compile({ name: 'output.probe', inputSchema: withoutForeignDialect(schema), executor: { url: 'mcp://probe' } }, PROBE)
-      return (structured) => {
-        const verdict = probe.validate(structured, undefined, owner)
+      return (structured, owner) => {
+        const verdict = probe.validate(structured, undefined, owner ?? serverOwner)
         return verdict instanceof Promise ? verdict.then((v) => v.valid) : verdict.valid
       }
     } catch (err) {

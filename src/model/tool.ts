@@ -7,7 +7,7 @@ export type Validation = { readonly valid: true, readonly value: unknown } | { r
 /**
  * Validates data and fills schema defaults; at once when that is cheap, else
  * on the validation thread (src/tools/bounded-validate.ts), where `owner`
- * (the tenant whose call it is, or the tool server whose answer it is)
+ * (the tenant whose call it is, or whose call an MCP answer answers)
  * waits its turn among the others. `bytes`: the data's size as JSON, about,
  * when the caller knows it (it is not weighed).
  */

@@ -8,7 +8,7 @@
  * when idle, and ends on close.
  *
  * The validations waiting are taken owner by owner (an owner is the tenant
- * whose arguments they are, or the tool server whose answer), so a tenant
+ * whose arguments they are, or whose call an MCP answer answers), so a tenant
  * that sends costly calls by the hundred waits behind its own, and another
  * tenant's call waits for at most one of them.
  */

@@ -68,6 +68,7 @@ class Execution implements RunnerHooks {
     this.#context = {
       runId: state.runId,
       batchId: state.batchId,
+      tenant: state.tenant,
       http: rt.deps.http,
       onAnswer: (call, answer) => {
         const failure = executorFailureOf(answer, call.tool.action !== null)
