@@ -84,12 +84,12 @@ export class McpGateway {
   }
 
   /**
-   * Answers one HTTP request of the MCP endpoint. Answers a refusal the
-   * route sends itself (as JSON-RPC), or null when the transport answered.
+   * Answers one HTTP request of the MCP endpoint, whose origin the route
+   * has let through already (`refusedOrigin`, before the key is looked at).
+   * Answers a refusal the route sends itself (as JSON-RPC), or null when the
+   * transport answered.
    */
   async handle (r: McpRequest): Promise<Refusal | null> {
-    const refused = refusedOrigin({ origin: r.raw.headers.origin, host: r.raw.headers.host }, this.#o.origins)
-    if (refused !== null) return refusal(403, refused)
     const sessionId = r.raw.headers['mcp-session-id']
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId)
@@ -139,9 +139,7 @@ export class McpGateway {
 
   /** Answers a CORS preflight (`OPTIONS`): an origin the DNS-rebinding rule refuses is refused here too. */
   preflight (headers: IncomingHttpHeaders): Preflight {
-    const refused = refusedOrigin({ origin: headers.origin, host: headers.host }, this.#o.origins)
-    if (refused !== null) return refusal(403, refused)
-    return { headers: PREFLIGHT_HEADERS }
+    return this.refusedOrigin(headers) ?? { headers: PREFLIGHT_HEADERS }
   }
 
   /** Closes every session (the service stops). */

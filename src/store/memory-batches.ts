@@ -1,5 +1,6 @@
 import type { BatchAnswers } from './batch-answers.js'
 import { type BatchEntry, type BatchRecord, type BatchSummary, batchEntry } from './records.js'
+import { TenantBytes } from './tenant-bytes.js'
 
 /**
  * Each run's batch ids and their answers, in memory. The run state
@@ -13,8 +14,7 @@ export class MemoryBatchAnswers implements BatchAnswers {
   /** Bytes of answers each run holds, and whose run it is. */
   readonly #bytesOfRun = new Map<string, { tenant: string, bytes: number }>()
   /** Bytes of answers each tenant's runs hold. */
-  readonly #bytesOfTenant = new Map<string, number>()
-  #bytes = 0
+  readonly #bytes = new TenantBytes()
   /** Drops the run if it expired, as every read of the run state does first. */
   readonly #expire: (runId: string) => void
 
@@ -55,20 +55,12 @@ export class MemoryBatchAnswers implements BatchAnswers {
 
   /** Bytes of answers held, of every run. */
   get bytes (): number {
-    return this.#bytes
+    return this.#bytes.total
   }
 
   /** The tenant whose runs hold the most bytes of answers. */
   largestTenant (): string | undefined {
-    let largest: string | undefined
-    let most = -1
-    for (const [tenant, bytes] of this.#bytesOfTenant) {
-      if (bytes > most) {
-        largest = tenant
-        most = bytes
-      }
-    }
-    return largest
+    return this.#bytes.largest()
   }
 
   /** Stores a finished batch's answer under its batch id (the run is `tenant`'s). */
@@ -95,10 +87,7 @@ export class MemoryBatchAnswers implements BatchAnswers {
     run.bytes += by
     if (run.bytes > 0) this.#bytesOfRun.set(runId, run)
     else this.#bytesOfRun.delete(runId)
-    const ofTenant = (this.#bytesOfTenant.get(run.tenant) ?? 0) + by
-    if (ofTenant > 0) this.#bytesOfTenant.set(run.tenant, ofTenant)
-    else this.#bytesOfTenant.delete(run.tenant)
-    this.#bytes += by
+    this.#bytes.add(run.tenant, by)
   }
 
   /** A run's map, made when the run first needs it. */

@@ -2,6 +2,7 @@ import { incarnationKey } from '../model/incarnation.js'
 import type { Receipt } from '../model/receipt.js'
 import { type StoredReceipt } from './records.js'
 import type { ReceiptJournal } from './receipt-journal.js'
+import { TenantBytes } from './tenant-bytes.js'
 
 /** Bounds and clock of the memory journal. */
 export interface MemoryJournalOptions {
@@ -40,8 +41,6 @@ function sizeOf (receipt: Receipt): number {
   return JSON.stringify(receipt).length
 }
 
-/** What one tenant holds: its bytes, and its receipts' operation ids in the order they came. */
-interface TenantShare { bytes: number, ids: Set<string> }
 
 /**
  * The receipts journal in one process. Its retention follows the runs of the
@@ -50,10 +49,11 @@ interface TenantShare { bytes: number, ids: Set<string> }
 export class MemoryReceiptJournal implements ReceiptJournal {
   readonly #receipts = new Map<string, HeldReceipt>()
   readonly #byRun = new Map<string, string[]>()
-  readonly #byTenant = new Map<string, TenantShare>()
+  /** Each tenant's receipts' operation ids, in the order they came. */
+  readonly #idsOfTenant = new Map<string, Set<string>>()
+  readonly #bytes = new TenantBytes()
   readonly #opts: MemoryJournalOptions
   readonly #maxBytes: number
-  #bytes = 0
 
   constructor (opts: MemoryJournalOptions) {
     this.#opts = opts
@@ -62,7 +62,7 @@ export class MemoryReceiptJournal implements ReceiptJournal {
 
   /** Bytes of receipts held (their JSON text). */
   get bytes (): number {
-    return this.#bytes
+    return this.#bytes.total
   }
 
   async putReceipt (receipt: Receipt, tenant: string, pending?: string, runCreatedAt?: number): Promise<Receipt> {
@@ -157,13 +157,10 @@ export class MemoryReceiptJournal implements ReceiptJournal {
     const stored = this.#receipts.get(operationId)
     if (stored === undefined) return
     this.#receipts.delete(operationId)
-    this.#bytes -= stored.bytes
-    const share = this.#byTenant.get(stored.tenant)
-    if (share !== undefined) {
-      share.bytes -= stored.bytes
-      share.ids.delete(operationId)
-      if (share.ids.size === 0) this.#byTenant.delete(stored.tenant)
-    }
+    this.#bytes.add(stored.tenant, -stored.bytes)
+    const ofTenant = this.#idsOfTenant.get(stored.tenant)
+    ofTenant?.delete(operationId)
+    if (ofTenant?.size === 0) this.#idsOfTenant.delete(stored.tenant)
     const ids = this.#byRun.get(stored.receipt.runId)
     if (ids === undefined) return
     // Absent when the list is a later run's of the same id (see restart).
@@ -173,19 +170,16 @@ export class MemoryReceiptJournal implements ReceiptJournal {
   }
 
   #count (tenant: string, operationId: string, bytes: number): void {
-    let share = this.#byTenant.get(tenant)
-    if (share === undefined) this.#byTenant.set(tenant, (share = { bytes: 0, ids: new Set() }))
-    share.bytes += bytes
-    share.ids.add(operationId)
-    this.#bytes += bytes
+    let ids = this.#idsOfTenant.get(tenant)
+    if (ids === undefined) this.#idsOfTenant.set(tenant, (ids = new Set()))
+    ids.add(operationId)
+    this.#bytes.add(tenant, bytes)
   }
 
   /** A held receipt replaced by `next`: its bytes counted again. */
   #resize (held: HeldReceipt, next: Receipt): void {
     const bytes = sizeOf(next)
-    const share = this.#byTenant.get(held.tenant)
-    if (share !== undefined) share.bytes += bytes - held.bytes
-    this.#bytes += bytes - held.bytes
+    this.#bytes.add(held.tenant, bytes - held.bytes)
     held.bytes = bytes
     held.receipt = next
   }
@@ -193,7 +187,7 @@ export class MemoryReceiptJournal implements ReceiptJournal {
   /** Both bounds kept, `keep` (the receipt just written) given up last. */
   #bound (keep: string): void {
     if (this.#receipts.size > this.#opts.maxReceipts) this.#evict()
-    if (this.#bytes > this.#maxBytes) this.#evictBytes(keep)
+    if (this.#bytes.total > this.#maxBytes) this.#evictBytes(keep)
   }
 
   /**
@@ -204,19 +198,17 @@ export class MemoryReceiptJournal implements ReceiptJournal {
    * last to go.
    */
   #evictBytes (keep: string): void {
-    while (this.#bytes > this.#maxBytes) {
-      let largest: TenantShare | undefined
-      for (const share of this.#byTenant.values()) if (largest === undefined || share.bytes > largest.bytes) largest = share
-      if (largest === undefined) return
-      const victim = this.#oldestOf(largest, keep)
+    while (this.#bytes.total > this.#maxBytes) {
+      const tenant = this.#bytes.largest()
+      const victim = tenant === undefined ? undefined : this.#oldestOf(tenant, keep)
       if (victim === undefined) return
       this.#drop(victim)
     }
   }
 
   /** The tenant's oldest receipt, never `keep`. */
-  #oldestOf (share: TenantShare, keep: string): string | undefined {
-    for (const id of share.ids) if (id !== keep) return id
+  #oldestOf (tenant: string, keep: string): string | undefined {
+    for (const id of this.#idsOfTenant.get(tenant) ?? []) if (id !== keep) return id
     return undefined
   }
 

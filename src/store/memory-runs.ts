@@ -247,12 +247,8 @@ export class MemoryRunState implements RunStateStore {
 
   /** Removes the tenant's ended run that ended first and has no batch in flight, if it has one. */
   #evictEndedOf (tenant: string): void {
-    for (const runId of this.#ended) {
-      const run = this.#runs.get(runId)
-      if (run?.tenant !== tenant || run.inFlight != null) continue
-      this.#remove(runId)
-      return
-    }
+    const victim = this.#victim((_, run) => run.tenant === tenant && run.inFlight == null, false)
+    if (victim !== undefined) this.#remove(victim)
   }
 
   /**
@@ -267,34 +263,30 @@ export class MemoryRunState implements RunStateStore {
     const max = this.#opts.maxAnswerBytes
     while (max !== undefined && this.answers.bytes > max) {
       const tenant = this.answers.largestTenant()
-      const victim = tenant === undefined ? undefined : this.#evictableOf(tenant, keep)
+      if (tenant === undefined) return
+      // Not one a person is deciding on (a waiting batch), whose answer is still to come.
+      const idle = (run: RunRecord | undefined): boolean => run?.tenant === tenant && run.inFlight === null && run.waiting == null
+      const victim = this.#victim((runId, run) => runId !== keep && idle(run), true) ?? (idle(this.#runs.get(keep)) ? keep : undefined)
       if (victim === undefined) return
       this.#remove(victim)
     }
   }
 
-  #evictableOf (tenant: string, keep: string): string | undefined {
-    // Not one a person is deciding on (a waiting batch), whose answer is still to come.
-    const evictable = (runId: string, run: RunRecord | undefined): boolean => runId !== keep && run?.tenant === tenant && run.inFlight === null && run.waiting == null
-    for (const runId of this.#ended) if (evictable(runId, this.#runs.get(runId))) return runId
-    for (const [runId, run] of this.#runs) if (evictable(runId, run)) return runId
-    const last = this.#runs.get(keep)
-    return last?.tenant === tenant && last.inFlight === null && last.waiting == null ? keep : undefined
+  /** The store is full: its ended run that ended first goes, else its least recently used idle run; never one with a batch in flight. */
+  #evictOne (): void {
+    // A run ended during its batch keeps its lease until the batch finishes.
+    const victim = this.#victim((_, run) => run.inFlight == null, true)
+    if (victim !== undefined) this.#remove(victim)
   }
 
-  #evictOne (): void {
+  /** The first run `accept` lets go: of the ended runs, the one that ended first; then, with `anyRun`, of every run, the least recently used. */
+  #victim (accept: (runId: string, run: RunRecord) => boolean, anyRun: boolean): string | undefined {
     for (const runId of this.#ended) {
-      // A run ended during its batch keeps its lease until the batch finishes.
-      if (this.#runs.get(runId)?.inFlight != null) continue
-      this.#remove(runId)
-      return
+      const run = this.#runs.get(runId)
+      if (run !== undefined && accept(runId, run)) return runId
     }
-    for (const [runId, run] of this.#runs) {
-      if (run.inFlight === null) {
-        this.#remove(runId)
-        return
-      }
-    }
+    if (anyRun) for (const [runId, run] of this.#runs) if (accept(runId, run)) return runId
+    return undefined
   }
 
   #countWaiting (tenant: string, by: 1 | -1): void {
