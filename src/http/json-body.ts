@@ -13,6 +13,8 @@ import { MAX_JSON_DEPTH, jsonTextNestsDeeper } from '../model/json.js'
  */
 const LARGE_BODY_CHARS = 64 * 1024
 
+const TOO_DEEP = `The body nests deeper than ${MAX_JSON_DEPTH} levels.`
+
 /** Whether a parsed JSON value nests deeper than `limit` (the root object is level 1). */
 export function jsonDepthExceeds (value: unknown, limit: number): boolean {
   return bodyProblem(value, limit) === 'depth'
@@ -56,7 +58,7 @@ function checked (value: unknown, done: (err: Error | null, value?: unknown) => 
     return
   }
   done(new ProblemError('invalid_request', problem === 'depth'
-    ? `The body nests deeper than ${MAX_JSON_DEPTH} levels.`
+    ? TOO_DEEP
     : 'The body holds a number too large to represent.'))
 }
 
@@ -76,7 +78,7 @@ export function registerJsonBody (app: FastifyInstance): void {
       return
     }
     if (jsonTextNestsDeeper(text, MAX_JSON_DEPTH)) {
-      done(new ProblemError('invalid_request', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`))
+      done(new ProblemError('invalid_request', TOO_DEEP))
       return
     }
     let value: unknown
